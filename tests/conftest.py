@@ -1,0 +1,34 @@
+"""Shared helpers for the book's tests."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def toc_notebooks() -> list[Path]:
+    """The notebooks listed in _toc.yml, in reading order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [entry["file"] for entry in toc.get("chapters", [])]
+    return [ROOT / f"{name}.ipynb" for name in files if (ROOT / f"{name}.ipynb").exists()]
+
+
+def load_notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def code_cells(notebook: dict) -> list[dict]:
+    return [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def source(cell: dict) -> str:
+    text = cell["source"]
+    return text if isinstance(text, str) else "".join(text)
+
+
+@pytest.fixture(params=toc_notebooks(), ids=lambda path: path.name)
+def notebook_path(request) -> Path:
+    return request.param

@@ -1,0 +1,174 @@
+"""The book's own consistency: table of contents, committed outputs, Colab set-up, exercises."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from conftest import ROOT, code_cells, load_notebook, source, toc_notebooks
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def test_toc_lists_every_chapter_and_only_existing_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    listed = [entry["file"] for entry in toc["chapters"]]
+    for name in [toc["root"], *listed]:
+        assert any((ROOT / f"{name}{ext}").exists() for ext in (".md", ".ipynb")), name
+    chapters = sorted(
+        p.relative_to(ROOT).with_suffix("").as_posix() for p in ROOT.glob("book/*.ipynb")
+    )
+    assert [name for name in listed if name in chapters] == chapters, (
+        "every notebook in book/ must be listed in _toc.yml, in order"
+    )
+
+
+def test_notebook_is_committed_executed_in_order(notebook_path):
+    counts = [cell["execution_count"] for cell in code_cells(load_notebook(notebook_path))]
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{notebook_path.name}: execution counts {counts}; re-run it top to bottom with a fresh kernel"
+    )
+
+
+def test_notebook_has_no_errors_and_no_stray_stderr(notebook_path):
+    """Policy: nbval compares stderr too, so a compared cell must write nothing to it.
+
+    Progress bars and other output that cannot be stable belong in a cell tagged
+    `nbval-ignore-output`, followed by an assert on what the prose claims.
+    """
+    for index, cell in enumerate(code_cells(load_notebook(notebook_path))):
+        tags = cell.get("metadata", {}).get("tags", [])
+        for output in cell["outputs"]:
+            assert output["output_type"] != "error", f"code cell {index} raised"
+            if output.get("name") == "stderr":
+                assert "nbval-ignore-output" in tags, (
+                    f"{notebook_path.name} code cell {index} writes to stderr: {output['text']!r}"
+                )
+
+
+def expected_setup_cell(extras: str) -> str:
+    repository = CONFIG["repository"]
+    url = repository["url"].rstrip("/")
+    return (
+        "# Set-up for Google Colab: install the book's library (and what this chapter needs).\n"
+        "# Anywhere else this cell does nothing: install requirements.txt instead (see the README).\n"
+        "import sys\n"
+        "\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    %pip install --quiet "transformer_course @ git+{url}@{repository["branch"]}"{extras}'
+    )
+
+
+def test_colab_setup_cell_matches_config(notebook_path):
+    first = source(code_cells(load_notebook(notebook_path))[0])
+    match = re.search(r'@\w+"(?P<extras>.*)$', first)
+    extras = match.group("extras") if match else ""
+    assert first == expected_setup_cell(extras), (
+        f"{notebook_path.name}: the first code cell must be the Colab set-up cell built "
+        "from _config.yml's repository block"
+    )
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    for extra in extras.split():
+        name, _, wanted = extra.partition("==")
+        assert pins.get(name) == wanted, f"{extra} must match requirements.txt ({pins.get(name)})"
+
+
+def test_launch_buttons_and_repository_are_configured():
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert CONFIG["repository"]["url"].startswith("https://github.com/")
+    assert CONFIG["repository"]["branch"] == "main"
+    assert CONFIG["execute"]["execute_notebooks"] == "off"
+
+
+def test_exercise_solutions_are_folded_and_checked(notebook_path):
+    cells = code_cells(load_notebook(notebook_path))
+    for index, cell in enumerate(cells):
+        text = source(cell)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if text.startswith("# @title Solution"):
+            assert "hide-input" in tags, f"solution in code cell {index} must be tagged hide-input"
+            assert re.search(r"^check_\w+\(", text, re.MULTILINE), (
+                f"solution in code cell {index} must end by calling its checker"
+            )
+            outputs = "".join(source({"source": o.get("text", "")}) for o in cell["outputs"])
+            assert outputs.startswith("Correct:"), f"solution in code cell {index} did not pass"
+        elif "hide-input" in tags:
+            raise AssertionError(
+                f"code cell {index} is folded but is not a '# @title Solution' cell"
+            )
+
+
+def test_figures_have_caption_and_name(notebook_path):
+    for index, cell in enumerate(code_cells(load_notebook(notebook_path))):
+        if any("image/png" in output.get("data", {}) for output in cell["outputs"]):
+            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            assert figure.get("caption") and figure.get("name"), (
+                f"{notebook_path.name} code cell {index} shows a figure without caption and name"
+            )
+
+
+def test_every_toc_notebook_is_collected_by_the_test_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "book"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    collected = result.stdout
+    for path in toc_notebooks():
+        assert f"{path.relative_to(ROOT).as_posix()}::" in collected, (
+            f"{path.name} is in _toc.yml but the test command does not collect it:\n{collected}"
+        )
+
+
+HAND_WRITTEN = ["__init__.py", "exercises.py"]
+
+
+def test_package_is_in_sync_with_notebooks(tmp_path):
+    """Export the notebooks into a scratch copy: the package must come out exactly as committed."""
+    scratch = tmp_path / "book"
+    shutil.copytree(ROOT / "book", scratch / "book")
+    shutil.copy(ROOT / "pyproject.toml", scratch)
+    (scratch / "transformer_course").mkdir()
+    for name in HAND_WRITTEN:
+        shutil.copy(ROOT / "transformer_course" / name, scratch / "transformer_course")
+    subprocess.run(["nbdev-export"], cwd=scratch, check=True, capture_output=True)
+
+    def modules(folder: Path) -> dict[str, str]:
+        return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
+
+    exported, committed = (
+        modules(scratch / "transformer_course"),
+        modules(ROOT / "transformer_course"),
+    )
+    assert sorted(exported) == sorted(committed), "run nbdev-export and commit its output"
+    for name, text in exported.items():
+        assert text == committed[name], (
+            f"transformer_course/{name} differs from the notebooks: run nbdev-export"
+        )
+
+
+def test_code_is_ruff_clean():
+    # nbdev writes its modules in its own style, so pyproject.toml leaves them out of
+    # `ruff format`; the hand-written ones are named here to be formatted all the same.
+    hand_written = [f"transformer_course/{name}" for name in HAND_WRITTEN]
+    for command in (["ruff", "check", "."], ["ruff", "format", "--check", ".", *hand_written]):
+        result = subprocess.run(
+            [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_package_has_the_public_names():
+    import transformer_course
+
+    for name in ["get_device"]:
+        assert hasattr(transformer_course, name), name
+    assert Path(transformer_course.__file__).parent == ROOT / "transformer_course"
