@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from transformer_course.exercises import ExerciseError, check_row_normalise
+from transformer_course.exercises import (
+    ExerciseError,
+    check_cosine_similarity,
+    check_embedding_matrix,
+    check_row_normalise,
+    check_skipgram_pairs,
+)
 
 
 def _stub(*args):
@@ -62,3 +68,89 @@ def test_learner_exception_names_the_input():
 
     with pytest.raises(ExerciseError, match=r"raised LinAlgError(.|\n)*on input"):
         check_row_normalise(crashes)
+
+
+# Chapter 1 ------------------------------------------------------------------
+
+
+def _pairs(tokens, window, lo_offset=-1, include_centre=False):
+    pairs = []
+    for i, centre in enumerate(tokens):
+        start = i if lo_offset == 0 else max(0, i - window)
+        for j in range(start, min(len(tokens), i + window + 1)):
+            if j != i or include_centre:
+                pairs.append((centre, tokens[j]))
+    return pairs
+
+
+def test_skipgram_accepts_reference(capsys):
+    check_skipgram_pairs(_pairs)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda t, w: _pairs(t, w, include_centre=True), "not its own context"),
+        (lambda t, w: _pairs(t, w, lo_offset=0), "both sides"),
+        (lambda t, w: _pairs(t, w - 1), "too narrow"),
+        (lambda t, w: _pairs(t, w + 1), "too wide"),
+        (lambda t, w: [(b, a) for a, b in _pairs(t, w)], None),
+        (lambda t, w: sorted(_pairs(t, w)), None),
+    ],
+    ids=["centre-included", "right-only", "narrow", "wide", "swapped", "unordered"],
+)
+def test_skipgram_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_skipgram_pairs(wrong_answer)
+    assert "expected" in str(failure.value)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def test_cosine_accepts_reference(capsys):
+    check_cosine_similarity(lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda u, v: u @ v, "plain dot product"),
+        (lambda u, v: u @ v / np.linalg.norm(u), "length of v"),
+        (lambda u, v: u @ v / (u @ u * (v @ v)), "not their squares"),
+        (lambda u, v: abs(u @ v) / np.linalg.norm(u) / np.linalg.norm(v), None),
+        (lambda u, v: np.linalg.norm(u - v), None),
+    ],
+    ids=["dot", "one-norm", "squared-norms", "absolute", "distance"],
+)
+def test_cosine_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_cosine_similarity(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def test_embedding_matrix_accepts_reference(capsys):
+    check_embedding_matrix(lambda tokens, vectors: np.stack([vectors[t] for t in tokens]))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda tokens, vectors: np.stack([vectors[t] for t in tokens]).T, "not (d, T)"),
+        (
+            lambda tokens, vectors: np.stack([vectors[t] for t in dict.fromkeys(tokens)]),
+            "repeated word",
+        ),
+        (lambda tokens, vectors: np.stack([vectors[t] for t in sorted(tokens)]), None),
+        (lambda tokens, vectors: np.stack(list(vectors.values())), None),
+    ],
+    ids=["transposed", "unique", "sorted", "vocabulary"],
+)
+def test_embedding_matrix_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_embedding_matrix(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)

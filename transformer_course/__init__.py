@@ -8,6 +8,7 @@ __version__ = "0.0.1"
 
 # The public names of the book (see DESIGN.md), importable from the package itself.
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
+from transformer_course.embeddings import tokenize
 from transformer_course.environment import get_device
 
-__all__ = ["get_device"]
+__all__ = ["get_device", "tokenize"]

@@ -21,7 +21,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["ExerciseError", "check_row_normalise"]
+__all__ = [
+    "ExerciseError",
+    "check_cosine_similarity",
+    "check_embedding_matrix",
+    "check_row_normalise",
+    "check_skipgram_pairs",
+]
 
 
 class ExerciseError(AssertionError):
@@ -53,6 +59,14 @@ def _call(fn: Callable, name: str, *args):
         ) from error
 
 
+def _matching_mistake(got: np.ndarray, known_mistakes, atol: float) -> str | None:
+    for wrong, message in known_mistakes:
+        wrong = np.asarray(wrong, dtype=float)
+        if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol):
+            return message
+    return None
+
+
 def _expect_close(
     name: str,
     inputs: Sequence,
@@ -62,25 +76,39 @@ def _expect_close(
     atol: float = 1e-6,
 ) -> None:
     """Raise ExerciseError unless `got` equals `expected`, naming a known mistake if it matches one."""
-    got_array = np.asarray(got, dtype=float) if got is not None else None
     shown_inputs = "\n".join(_describe(a) for a in inputs)
-    if got_array is None or got_array.shape != expected.shape:
-        shape = None if got_array is None else got_array.shape
+    if got is None:
         raise ExerciseError(
-            f"{name} on input {shown_inputs}\n"
-            f"should return shape {expected.shape}, but returned "
-            f"{'None (did you forget `return`?)' if got is None else f'shape {shape}'}."
+            f"{name} on input {shown_inputs}\nreturned None: did you forget `return`?"
         )
-    if np.allclose(got_array, expected, atol=atol):
+    try:
+        got_array = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise ExerciseError(
+            f"{name} on input {shown_inputs}\nshould return numbers, but returned {got!r}"
+        ) from None
+    expected = np.asarray(expected, dtype=float)
+    if got_array.shape == expected.shape and np.allclose(got_array, expected, atol=atol):
         return
-    hint = next(
-        (message for wrong, message in known_mistakes if np.allclose(got_array, wrong, atol=atol)),
-        None,
-    )
+    hint = _matching_mistake(got_array, known_mistakes, atol)
+    if got_array.shape != expected.shape:
+        problem = f"should return shape {expected.shape}, but returned shape {got_array.shape}."
+    else:
+        problem = f"expected {_describe(expected)}\nbut got {_describe(got_array)}"
     raise ExerciseError(
-        f"{name} on input {shown_inputs}\n"
-        f"expected {_describe(expected)}\n"
-        f"but got {_describe(got_array)}"
+        f"{name} on input {shown_inputs}\n{problem}"
+        + (("\n" + textwrap.fill(f"Hint: {hint}", width=80)) if hint else "")
+    )
+
+
+def _expect_equal(name: str, inputs: Sequence, got, expected, known_mistakes=()) -> None:
+    """Raise ExerciseError unless `got == expected` (for lists, tuples and other exact answers)."""
+    if got == expected:
+        return
+    hint = next((message for wrong, message in known_mistakes if got == wrong), None)
+    shown_inputs = "\n".join(_describe(a) for a in inputs)
+    raise ExerciseError(
+        f"{name} on input {shown_inputs}\nexpected {expected!r}\nbut got {got!r}"
         + (("\n" + textwrap.fill(f"Hint: {hint}", width=80)) if hint else "")
     )
 
@@ -137,3 +165,111 @@ def check_row_normalise(row_normalise: Callable[[np.ndarray], np.ndarray]) -> No
                 )
 
     _verdict(name, "divides every row by its own sum.", run_cases)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 1: from words to vectors
+
+
+def _skipgram_reference(tokens, window, include_centre=False, right_only=False):
+    pairs = []
+    for position, centre in enumerate(tokens):
+        start = position if right_only else max(0, position - window)
+        for other in range(start, min(len(tokens), position + window + 1)):
+            if other != position or include_centre:
+                pairs.append((centre, tokens[other]))
+    return pairs
+
+
+def check_skipgram_pairs(skipgram_pairs: Callable[[list[str], int], list]) -> None:
+    """Check `skipgram_pairs(tokens, window)`: (centre, context) pairs, in order, never (w, w) by position."""
+    name = "skipgram_pairs"
+    cases = [
+        (["the", "black", "cat", "sat", "on", "the", "couch"], 2),
+        (["a", "b", "c", "d"], 1),
+        (["only"], 3),
+    ]
+
+    def run_cases() -> None:
+        for tokens, window in cases:
+            got = _call(skipgram_pairs, name, list(tokens), window)
+            got = [tuple(pair) for pair in got] if isinstance(got, list | tuple) else got
+            mistakes = [
+                (
+                    _skipgram_reference(tokens, window, include_centre=True),
+                    "a word is not its own context: skip the centre position.",
+                ),
+                (
+                    _skipgram_reference(tokens, window, right_only=True),
+                    "the context lies on both sides of the centre, not only after it.",
+                ),
+                (
+                    _skipgram_reference(tokens, window - 1),
+                    "the window is one word too narrow: include positions up to "
+                    "`window` away (range's end is exclusive).",
+                ),
+                (
+                    _skipgram_reference(tokens, window + 1),
+                    "the window is one word too wide.",
+                ),
+            ]
+            _expect_equal(
+                name, [tokens, window], got, _skipgram_reference(tokens, window), mistakes
+            )
+
+    _verdict(name, "produces the skip-gram pairs.", run_cases)
+
+
+def check_cosine_similarity(cosine_similarity: Callable[[np.ndarray, np.ndarray], float]) -> None:
+    """Check `cosine_similarity(u, v)`: the dot product divided by both lengths."""
+    name = "cosine_similarity"
+    rng = np.random.default_rng(1)
+    cases = [
+        (np.array([3.0, 4.0, 0.0]), np.array([2.0, 0.0, 0.0])),
+        (np.array([1.0, 2.0]), np.array([-2.0, -4.0])),
+        (rng.normal(size=512) * 3, rng.normal(size=512) + 0.5),
+    ]
+
+    def run_cases() -> None:
+        for u, v in cases:
+            got = _call(cosine_similarity, name, u.copy(), v.copy())
+            dot = float(u @ v)
+            norm_u, norm_v = np.linalg.norm(u), np.linalg.norm(v)
+            mistakes = [
+                (dot, "that is the plain dot product; divide by the lengths of both vectors."),
+                (dot / norm_u, "divide by the length of v too."),
+                (dot / norm_v, "divide by the length of u too."),
+                (dot / (norm_u**2 * norm_v**2), "divide by the lengths, not their squares."),
+            ]
+            _expect_close(name, [u, v], got, np.array(dot / (norm_u * norm_v)), mistakes)
+
+    _verdict(name, "is the cosine of the angle between u and v.", run_cases)
+
+
+def check_embedding_matrix(embedding_matrix: Callable[[list[str], dict], np.ndarray]) -> None:
+    """Check `embedding_matrix(tokens, vectors)`: row t is the vector of tokens[t]."""
+    name = "embedding_matrix"
+    rng = np.random.default_rng(2)
+    words = ["the", "black", "cat", "sat", "on", "couch"]
+    vectors = {word: rng.normal(size=5).round(2) for word in words}
+    tokens = ["the", "black", "cat", "sat", "on", "the", "couch"]
+
+    def run_cases() -> None:
+        got = _call(embedding_matrix, name, list(tokens), dict(vectors))
+        expected = np.stack([vectors[token] for token in tokens])
+        unique = list(dict.fromkeys(tokens))
+        mistakes = [
+            (expected.T, "rows are tokens and columns are dimensions: shape (T, d), not (d, T)."),
+            (
+                np.stack([vectors[token] for token in unique]),
+                "a repeated word needs its row each time it occurs (T rows, not one per "
+                "distinct word).",
+            ),
+            (
+                np.stack([vectors[token] for token in sorted(set(tokens))]),
+                "keep the tokens in sentence order, with repeats.",
+            ),
+        ]
+        _expect_close(name, [tokens, "a dict of 5-dimensional vectors"], got, expected, mistakes)
+
+    _verdict(name, "stacks one row per token.", run_cases)
