@@ -10,5 +10,6 @@ __version__ = "0.0.1"
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
 from transformer_course.embeddings import tokenize
 from transformer_course.environment import get_device
+from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
 
-__all__ = ["get_device", "tokenize"]
+__all__ = ["PositionalEncoding", "get_device", "positional_encoding", "tokenize"]

@@ -20,4 +20,12 @@ d = { 'settings': { 'branch': 'main',
                                                'transformer_course.embeddings.train_word2vec': ( 'embeddings.html#train_word2vec',
                                                                                                  'transformer_course/embeddings.py')},
             'transformer_course.environment': { 'transformer_course.environment.get_device': ( 'getting_started.html#get_device',
-                                                                                               'transformer_course/environment.py')}}}
+                                                                                               'transformer_course/environment.py')},
+            'transformer_course.positional_encoding': { 'transformer_course.positional_encoding.PositionalEncoding': ( 'positional_encoding.html#positionalencoding',
+                                                                                                                       'transformer_course/positional_encoding.py'),
+                                                        'transformer_course.positional_encoding.PositionalEncoding.__init__': ( 'positional_encoding.html#positionalencoding.__init__',
+                                                                                                                                'transformer_course/positional_encoding.py'),
+                                                        'transformer_course.positional_encoding.PositionalEncoding.forward': ( 'positional_encoding.html#positionalencoding.forward',
+                                                                                                                               'transformer_course/positional_encoding.py'),
+                                                        'transformer_course.positional_encoding.positional_encoding': ( 'positional_encoding.html#positional_encoding',
+                                                                                                                        'transformer_course/positional_encoding.py')}}}

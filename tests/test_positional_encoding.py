@@ -1,0 +1,87 @@
+"""Chapter 2's library: positional_encoding (NumPy) and PositionalEncoding (PyTorch)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_course import PositionalEncoding, positional_encoding
+
+
+def formula(seq_len, d_model, base=10000.0):
+    """The paper's formula, one entry at a time."""
+    table = np.zeros((seq_len, d_model))
+    for pos in range(seq_len):
+        for i in range(d_model // 2):
+            angle = pos / base ** (2 * i / d_model)
+            table[pos, 2 * i] = math.sin(angle)
+            table[pos, 2 * i + 1] = math.cos(angle)
+    return table
+
+
+@pytest.mark.parametrize("d_model", [4, 6, 10, 16, 64, 128, 510, 512])
+def test_matches_formula(d_model):
+    np.testing.assert_allclose(positional_encoding(40, d_model), formula(40, d_model), atol=1e-12)
+
+
+@pytest.mark.parametrize("base", [100.0, 10000.0, 1e6])
+def test_honours_base(base):
+    np.testing.assert_allclose(positional_encoding(20, 8, base), formula(20, 8, base), atol=1e-12)
+    if base != 10000.0:
+        assert not np.allclose(positional_encoding(20, 8, base), positional_encoding(20, 8))
+
+
+def test_empty_sequence():
+    assert positional_encoding(0, 8).shape == (0, 8)
+
+
+@pytest.mark.parametrize(
+    ("seq_len", "d_model", "base", "message"),
+    [
+        (10, 7, 10000.0, "even"),
+        (10, 0, 10000.0, "at least 2"),
+        (10, 8.0, 10000.0, "integer"),
+        (-1, 8, 10000.0, "non-negative"),
+        (2.5, 8, 10000.0, "non-negative integer"),
+        (10, 8, 0.0, "positive"),
+        (10, 8, -5.0, "positive"),
+    ],
+)
+def test_refuses_unsupported_input(seq_len, d_model, base, message):
+    with pytest.raises(ValueError, match=message):
+        positional_encoding(seq_len, d_model, base)
+
+
+def test_module_adds_exactly_the_encoding_and_has_no_parameters():
+    layer = PositionalEncoding(d_model=32, max_len=64)
+    x = torch.zeros(3, 20, 32)
+    expected = torch.tensor(positional_encoding(20, 32), dtype=torch.float32)
+    assert torch.equal(layer(x), expected.expand(3, 20, 32))
+    assert not list(layer.parameters())
+    assert "pe" in dict(layer.named_buffers())
+    assert "pe" not in layer.state_dict()
+
+
+def test_module_applies_dropout_only_in_training():
+    torch.manual_seed(0)
+    layer = PositionalEncoding(d_model=16, max_len=10, dropout=0.5)
+    x = torch.ones(2, 10, 16)
+    assert (layer(x) == 0).any()
+    layer.eval()
+    assert torch.allclose(layer(x), x + layer.pe[:10])
+
+
+def test_module_buffer_follows_dtype():
+    layer = PositionalEncoding(d_model=8, max_len=10).to(torch.float64)
+    assert layer.pe.dtype == torch.float64
+    assert layer(torch.zeros(1, 4, 8, dtype=torch.float64)).dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [((2, 11, 8), "exceeds max_len=10"), ((2, 5, 6), r"\(B, T, 8\)"), ((5, 8), r"\(B, T, 8\)")],
+)
+def test_module_refuses_bad_input(shape, message):
+    with pytest.raises(ValueError, match=message):
+        PositionalEncoding(d_model=8, max_len=10)(torch.zeros(shape))
