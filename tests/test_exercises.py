@@ -5,12 +5,15 @@ import pytest
 
 from transformer_course.exercises import (
     ExerciseError,
+    check_attention,
     check_cosine_similarity,
     check_embedding_matrix,
+    check_multi_head,
     check_positional_encoding,
     check_row_normalise,
     check_shift_matrix,
     check_skipgram_pairs,
+    check_softmax,
     check_wavelengths,
 )
 
@@ -259,5 +262,98 @@ def test_wavelengths_accepts_reference(capsys):
 def test_wavelengths_rejects_known_mistakes(wrong_answer, hint):
     with pytest.raises(ExerciseError) as failure:
         check_wavelengths(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+# Chapter 3 ------------------------------------------------------------------
+
+
+def _sm(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_softmax_accepts_reference(capsys):
+    check_softmax(_sm)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda x, axis=-1: _sm(x, axis=None), "whole matrix"),
+        (lambda x, axis=-1: _sm(x, axis=0), "each column sums to 1"),
+        (lambda x, axis=-1: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "overflows"),
+        (lambda x, axis=-1: _sm(x), None),  # ignores the axis argument
+        (lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), None),
+    ],
+    ids=["no-axis", "axis-0", "naive-overflow", "ignores-axis", "global-max-and-sum"],
+)
+def test_softmax_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_softmax(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def _att(q, k, v, scale=None, axis=-1, k_plain=False, transpose=False):
+    scores = q @ k if k_plain else q @ k.T
+    scores = scores.T if transpose else scores
+    return _sm(scores / (np.sqrt(q.shape[-1]) if scale is None else scale), axis=axis) @ v
+
+
+def test_attention_accepts_reference(capsys):
+    check_attention(_att)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda q, k, v: _att(q, k, v, scale=1.0), "not scaled"),
+        (lambda q, k, v: _att(q, k, v, scale=q.shape[-1]), "not by d_k."),
+        (lambda q, k, v: _att(q, k, v, scale=q.shape[-1] ** 2), "d_k ** 2"),
+        (lambda q, k, v: _att(q, k, v, axis=0), "wrong axis"),
+        (lambda q, k, v: _att(q, k, v, k_plain=True), "K is not transposed"),
+        (lambda q, k, v: _att(q, k, v, transpose=True), "scores are transposed"),
+        (lambda q, k, v: _sm(q @ k.T / np.sqrt(q.shape[-1])), None),  # forgets v
+    ],
+    ids=["no-scale", "d_k", "d_k-squared", "axis-0", "k-not-transposed", "k-q-order", "no-v"],
+)
+def test_attention_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_attention(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def _multi_head(X, W_Q, W_K, W_V, W_O, scale=True, reverse=False, project=True):
+    heads = [
+        _att(X @ wq, X @ wk, X @ wv, scale=None if scale else 1.0)
+        for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
+    ]
+    Z = np.concatenate(heads[::-1] if reverse else heads, axis=-1)
+    return Z @ W_O if project else Z
+
+
+def test_multi_head_accepts_reference(capsys):
+    check_multi_head(_multi_head)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda *a: _multi_head(*a, project=False), "W_O is missing"),
+        (lambda *a: _multi_head(*a, reverse=True), "reverse order"),
+        (lambda *a: _multi_head(*a, scale=False), "sqrt(d_k)"),
+        (lambda X, W_Q, W_K, W_V, W_O: _multi_head(X, W_Q, W_K, W_V, W_O.T), None),
+    ],
+    ids=["no-output-projection", "reversed-heads", "unscaled", "W_O-transposed"],
+)
+def test_multi_head_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_multi_head(wrong_answer)
     if hint:
         assert hint in str(failure.value)

@@ -8,8 +8,16 @@ __version__ = "0.0.1"
 
 # The public names of the book (see DESIGN.md), importable from the package itself.
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
+from transformer_course.attention import scaled_dot_product_attention, softmax
 from transformer_course.embeddings import tokenize
 from transformer_course.environment import get_device
 from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
 
-__all__ = ["PositionalEncoding", "get_device", "positional_encoding", "tokenize"]
+__all__ = [
+    "PositionalEncoding",
+    "get_device",
+    "positional_encoding",
+    "scaled_dot_product_attention",
+    "softmax",
+    "tokenize",
+]
