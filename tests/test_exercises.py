@@ -5,10 +5,13 @@ import pytest
 
 from transformer_course.exercises import (
     ExerciseError,
+    check_additive_mask,
     check_attention,
+    check_causal_mask,
     check_cosine_similarity,
     check_embedding_matrix,
     check_multi_head,
+    check_padding_mask,
     check_positional_encoding,
     check_row_normalise,
     check_shift_matrix,
@@ -355,5 +358,81 @@ def test_multi_head_accepts_reference(capsys):
 def test_multi_head_rejects_known_mistakes(wrong_answer, hint):
     with pytest.raises(ExerciseError) as failure:
         check_multi_head(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+# Chapter 4 ------------------------------------------------------------------
+
+
+def test_causal_mask_accepts_reference(capsys):
+    check_causal_mask(lambda n: np.tril(np.ones((n, n), dtype=bool)))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda n: np.triu(np.ones((n, n), dtype=bool)), "upper triangle"),
+        (lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1), "diagonal must be True"),
+        (lambda n: np.triu(np.ones((n, n), dtype=bool), k=1), "forbidden"),
+        (lambda n: np.tril(np.ones((n, n))), "boolean"),
+        (lambda n: np.triu(np.full((n, n), -np.inf), k=1), "boolean"),
+        (lambda n: np.ones((n, n), dtype=bool), None),
+    ],
+    ids=["upper", "no-diagonal", "inverted", "float-ones", "additive", "all-true"],
+)
+def test_causal_mask_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_causal_mask(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+NOTES_INF = -10000.0  # the notes' "inf", negated once more when the mask is built
+
+
+def test_additive_mask_accepts_reference(capsys):
+    check_additive_mask(lambda mask: np.where(mask, 0.0, -np.inf))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda mask: np.where(mask, 0.0, np.inf), "sign is flipped"),
+        (lambda mask: np.where(mask, 0.0, -NOTES_INF), "notes' bug"),
+        (lambda mask: np.where(mask, -np.inf, 0.0), "inverted"),
+        (lambda mask: np.where(mask, 0.0, -1e9), "large finite number"),
+        (lambda mask: mask.astype(float), None),
+    ],
+    ids=["plus-inf", "notes-plus-10000", "inverted", "minus-1e9", "ones-and-zeros"],
+)
+def test_additive_mask_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_additive_mask(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def test_padding_mask_accepts_reference(capsys):
+    check_padding_mask(lambda tokens, pad: (tokens != pad)[:, None, :])
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda tokens, pad: (tokens != pad)[:, :, None], "masks queries"),
+        (lambda tokens, pad: (tokens == pad)[:, None, :], "inverted"),
+        (lambda tokens, pad: tokens != pad, "add the query axis"),
+        (lambda tokens, pad: (tokens != 0)[:, None, :], "hard-coded 0"),
+        (lambda tokens, pad: (tokens != pad)[:, None, :].astype(int), "boolean"),
+    ],
+    ids=["over-queries", "inverted", "no-query-axis", "pad-is-zero", "integers"],
+)
+def test_padding_mask_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_padding_mask(wrong_answer)
     if hint:
         assert hint in str(failure.value)
