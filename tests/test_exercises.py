@@ -2,14 +2,17 @@
 
 import numpy as np
 import pytest
+import torch
 
 from transformer_course.exercises import (
     ExerciseError,
     check_additive_mask,
     check_attention,
     check_causal_mask,
+    check_causal_self_attention,
     check_cosine_similarity,
     check_embedding_matrix,
+    check_merge_heads,
     check_multi_head,
     check_padding_mask,
     check_positional_encoding,
@@ -17,6 +20,7 @@ from transformer_course.exercises import (
     check_shift_matrix,
     check_skipgram_pairs,
     check_softmax,
+    check_split_heads,
     check_wavelengths,
 )
 
@@ -434,5 +438,85 @@ def test_padding_mask_accepts_reference(capsys):
 def test_padding_mask_rejects_known_mistakes(wrong_answer, hint):
     with pytest.raises(ExerciseError) as failure:
         check_padding_mask(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+# Chapter 5 ------------------------------------------------------------------
+
+
+def _split(x, h):
+    B, T, d = x.shape
+    return x.view(B, T, h, d // h).transpose(1, 2)
+
+
+def test_split_heads_accepts_reference(capsys):
+    check_split_heads(_split)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda x, h: x.view(x.size(0), h, x.size(1), -1), "cuts the tokens"),
+        (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "cuts the tokens"),
+        (lambda x, h: x.view(x.size(0), x.size(1), h, -1), "transpose(1, 2)"),
+        (lambda x, h: x.view(x.size(0), x.size(1), -1, h).permute(0, 3, 1, 2), "consecutive"),
+        (lambda x, h: _split(x, h).transpose(2, 3), None),
+    ],
+    ids=["view-wrong-order", "reshape-wrong-order", "no-transpose", "strided", "T-and-d_k-swapped"],
+)
+def test_split_heads_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_split_heads(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def test_merge_heads_accepts_reference(capsys):
+    check_merge_heads(lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose(1, 2)"),
+        (lambda x: x.permute(0, 2, 3, 1).reshape(x.size(0), x.size(2), -1), "interleaved"),
+        (lambda x: x.transpose(1, 2).reshape(x.size(0), -1, x.size(2)), None),
+        (lambda x: x.sum(dim=1), None),
+    ],
+    ids=["no-transpose", "interleaved", "wrong-final-shape", "sum-of-heads"],
+)
+def test_merge_heads_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_merge_heads(wrong_answer)
+    if hint:
+        assert hint in str(failure.value)
+
+
+def _tril(x):
+    return torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+
+
+def test_causal_self_attention_accepts_reference(capsys):
+    check_causal_self_attention(lambda mha, x: mha(x, x, x, mask=_tril(x)))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda mha, x: mha(x, x, x), "no mask"),
+        (lambda mha, x: mha(x, x, x, mask=_tril(x).T.clone()), "upper triangle"),
+        (lambda mha, x: mha(x, x, x, mask=~_tril(x)), "convention"),
+        (lambda mha, x: mha(x, x, x, mask=_tril(x).tril(-1)), "keep the diagonal"),
+        (lambda mha, x: mha(x, x.flip(1), x, mask=_tril(x)), None),
+    ],
+    ids=["no-mask", "upper", "torch-convention", "no-diagonal", "keys-reversed"],
+)
+def test_causal_self_attention_rejects_known_mistakes(wrong_answer, hint):
+    with pytest.raises(ExerciseError) as failure:
+        check_causal_self_attention(wrong_answer)
     if hint:
         assert hint in str(failure.value)

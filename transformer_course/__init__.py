@@ -12,9 +12,11 @@ from transformer_course.attention import scaled_dot_product_attention, softmax
 from transformer_course.embeddings import tokenize
 from transformer_course.environment import get_device
 from transformer_course.masking import causal_mask, padding_mask
+from transformer_course.multi_head_attention import MultiHeadAttention
 from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
 
 __all__ = [
+    "MultiHeadAttention",
     "PositionalEncoding",
     "causal_mask",
     "get_device",
