@@ -20,9 +20,11 @@ def formula(seq_len, d_model, base=10000.0):
     return table
 
 
-@pytest.mark.parametrize("d_model", [4, 6, 10, 16, 64, 128, 510, 512])
-def test_matches_formula(d_model):
-    np.testing.assert_allclose(positional_encoding(40, d_model), formula(40, d_model), atol=1e-12)
+def test_matches_formula_for_every_even_d_model_from_4_to_512():
+    for d_model in range(4, 513, 2):
+        np.testing.assert_allclose(
+            positional_encoding(20, d_model), formula(20, d_model), atol=1e-12, err_msg=str(d_model)
+        )
 
 
 @pytest.mark.parametrize("base", [100.0, 10000.0, 1e6])
