@@ -26,9 +26,14 @@ def test_toc_lists_every_chapter_and_only_existing_files():
 
 
 def test_notebook_is_committed_executed_in_order(notebook_path):
-    counts = [cell["execution_count"] for cell in code_cells(load_notebook(notebook_path))]
+    cells = code_cells(load_notebook(notebook_path))
+    counts = [cell["execution_count"] for cell in cells]
     assert counts == list(range(1, len(counts) + 1)), (
         f"{notebook_path.name}: execution counts {counts}; re-run it top to bottom with a fresh kernel"
+    )
+    assert not any("execution" in cell["metadata"] for cell in cells), (
+        f"{notebook_path.name} carries execution timestamps; execute with "
+        "--ExecutePreprocessor.record_timing=False (see the README)"
     )
 
 
