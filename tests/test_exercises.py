@@ -43,11 +43,6 @@ def test_stub_is_told_not_done_yet(capsys):
     assert "Not done yet" in capsys.readouterr().out
 
 
-def test_row_normalise_accepts_reference(capsys):
-    check_row_normalise(lambda m: m / m.sum(axis=1, keepdims=True))
-    assert capsys.readouterr().out.startswith("Correct: row_normalise")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -105,11 +100,6 @@ def _pairs(tokens, window, lo_offset=-1, include_centre=False):
     return pairs
 
 
-def test_skipgram_accepts_reference(capsys):
-    check_skipgram_pairs(_pairs)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -126,11 +116,6 @@ def test_skipgram_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_skipgram_pairs, wrong_answer, hint)
 
 
-def test_cosine_accepts_reference(capsys):
-    check_cosine_similarity(lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v))
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -144,11 +129,6 @@ def test_cosine_accepts_reference(capsys):
 )
 def test_cosine_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_cosine_similarity, wrong_answer, hint)
-
-
-def test_embedding_matrix_accepts_reference(capsys):
-    check_embedding_matrix(lambda tokens, vectors: np.stack([vectors[t] for t in tokens]))
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -195,11 +175,6 @@ def notes_loop(seq_len, d_model):
     )
 
 
-def test_positional_encoding_accepts_reference(capsys):
-    check_positional_encoding(_pe)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -224,11 +199,6 @@ def _shift(k, d_model, sign=1.0, factor=1.0):
     return matrix
 
 
-def test_shift_matrix_accepts_reference(capsys):
-    check_shift_matrix(_shift)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -242,11 +212,6 @@ def test_shift_matrix_accepts_reference(capsys):
 )
 def test_shift_matrix_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_shift_matrix, wrong_answer, hint)
-
-
-def test_wavelengths_accepts_reference(capsys):
-    check_wavelengths(lambda d: 2 * np.pi * 10000 ** (np.arange(0, d, 2) / d))
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -271,11 +236,6 @@ def _sm(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def test_softmax_accepts_reference(capsys):
-    check_softmax(_sm)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -295,11 +255,6 @@ def _att(q, k, v, scale=None, axis=-1, k_plain=False, transpose=False):
     scores = q @ k if k_plain else q @ k.T
     scores = scores.T if transpose else scores
     return _sm(scores / (np.sqrt(q.shape[-1]) if scale is None else scale), axis=axis) @ v
-
-
-def test_attention_accepts_reference(capsys):
-    check_attention(_att)
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -328,11 +283,6 @@ def _multi_head(X, W_Q, W_K, W_V, W_O, scale=True, reverse=False, project=True):
     return Z @ W_O if project else Z
 
 
-def test_multi_head_accepts_reference(capsys):
-    check_multi_head(_multi_head)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -348,11 +298,6 @@ def test_multi_head_rejects_known_mistakes(wrong_answer, hint):
 
 
 # Chapter 4 ------------------------------------------------------------------
-
-
-def test_causal_mask_accepts_reference(capsys):
-    check_causal_mask(lambda n: np.tril(np.ones((n, n), dtype=bool)))
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -374,11 +319,6 @@ def test_causal_mask_rejects_known_mistakes(wrong_answer, hint):
 NOTES_INF = -10000.0  # the notes' "inf", negated once more when the mask is built
 
 
-def test_additive_mask_accepts_reference(capsys):
-    check_additive_mask(lambda mask: np.where(mask, 0.0, -np.inf))
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -392,11 +332,6 @@ def test_additive_mask_accepts_reference(capsys):
 )
 def test_additive_mask_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_additive_mask, wrong_answer, hint)
-
-
-def test_padding_mask_accepts_reference(capsys):
-    check_padding_mask(lambda tokens, pad: (tokens != pad)[:, None, :])
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -422,11 +357,6 @@ def _split(x, h):
     return x.view(B, T, h, d // h).transpose(1, 2)
 
 
-def test_split_heads_accepts_reference(capsys):
-    check_split_heads(_split)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -440,11 +370,6 @@ def test_split_heads_accepts_reference(capsys):
 )
 def test_split_heads_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_split_heads, wrong_answer, hint)
-
-
-def test_merge_heads_accepts_reference(capsys):
-    check_merge_heads(lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1))
-    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize(
@@ -465,11 +390,6 @@ def _tril(x):
     return torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
 
 
-def test_causal_self_attention_accepts_reference(capsys):
-    check_causal_self_attention(lambda mha, x: mha(x, x, x, mask=_tril(x)))
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -483,3 +403,41 @@ def test_causal_self_attention_accepts_reference(capsys):
 )
 def test_causal_self_attention_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_causal_self_attention, wrong_answer, hint)
+
+
+# Every checker accepts its reference answer ----------------------------------
+
+
+ACCEPTED = [
+    (check_row_normalise, lambda m: m / m.sum(axis=1, keepdims=True)),
+    (check_skipgram_pairs, _pairs),
+    (check_cosine_similarity, lambda u, v: u @ v / np.linalg.norm(u) / np.linalg.norm(v)),
+    (check_embedding_matrix, lambda tokens, vectors: np.stack([vectors[t] for t in tokens])),
+    (check_positional_encoding, _pe),
+    (check_shift_matrix, _shift),
+    (check_wavelengths, lambda d: 2 * np.pi * 10000 ** (np.arange(0, d, 2) / d)),
+    (check_softmax, _sm),
+    (check_attention, _att),
+    (check_multi_head, _multi_head),
+    (check_causal_mask, lambda n: np.tril(np.ones((n, n), dtype=bool))),
+    (check_additive_mask, lambda mask: np.where(mask, 0.0, -np.inf)),
+    (check_padding_mask, lambda tokens, pad: (tokens != pad)[:, None, :]),
+    (check_split_heads, _split),
+    (check_merge_heads, lambda x: x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)),
+    (check_causal_self_attention, lambda mha, x: mha(x, x, x, mask=_tril(x))),
+]
+
+
+def test_every_checker_is_tested():
+    import transformer_course.exercises as exercises
+
+    checkers = {name for name in exercises.__all__ if name.startswith("check_")}
+    assert checkers == {check.__name__ for check, _ in ACCEPTED}
+
+
+@pytest.mark.parametrize(
+    ("check", "reference"), ACCEPTED, ids=lambda value: getattr(value, "__name__", "")
+)
+def test_checker_accepts_reference(check, reference, capsys):
+    check(reference)
+    assert capsys.readouterr().out.startswith(f"Correct: {check.__name__.removeprefix('check_')}")
