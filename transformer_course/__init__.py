@@ -1,8 +1,4 @@
-"""The code of the Transformer book, exported from its chapters.
-
-Modules:
-
-- `transformer_course.exercises`: Checkers for the book's exercises."""
+"""The code of the Transformer book, exported from its chapters."""
 
 __version__ = "0.0.1"
 

@@ -1,0 +1,65 @@
+"""Checkers for the book's exercises, one module per chapter.
+
+Each `check_*` function takes the learner's function, calls it on a few inputs and
+compares the results with the expected ones:
+
+- correct: prints "Correct: ...";
+- still the stub (it raises `NotImplementedError`): prints "Not done yet: ..." and
+  returns, so "run all" carries on to the reference solution;
+- wrong: raises `ExerciseError`, whose message names the input, what was expected
+  and what came back, with a hint when the answer matches a known mistake.
+
+This subpackage is hand-written (the rest of the package is exported from the
+chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN, and
+`tests/test_exercises_chNN.py` proves that every checker rejects the known wrong answers.
+"""
+
+from transformer_course.exercises._core import ExerciseError
+from transformer_course.exercises.ch00 import (
+    check_row_normalise,
+)
+from transformer_course.exercises.ch01 import (
+    check_cosine_similarity,
+    check_embedding_matrix,
+    check_skipgram_pairs,
+)
+from transformer_course.exercises.ch02 import (
+    check_positional_encoding,
+    check_shift_matrix,
+    check_wavelengths,
+)
+from transformer_course.exercises.ch03 import (
+    check_attention,
+    check_multi_head,
+    check_softmax,
+)
+from transformer_course.exercises.ch04 import (
+    check_additive_mask,
+    check_causal_mask,
+    check_padding_mask,
+)
+from transformer_course.exercises.ch05 import (
+    check_causal_self_attention,
+    check_merge_heads,
+    check_split_heads,
+)
+
+__all__ = [
+    "ExerciseError",
+    "check_row_normalise",
+    "check_skipgram_pairs",
+    "check_cosine_similarity",
+    "check_embedding_matrix",
+    "check_positional_encoding",
+    "check_shift_matrix",
+    "check_wavelengths",
+    "check_softmax",
+    "check_attention",
+    "check_multi_head",
+    "check_causal_mask",
+    "check_additive_mask",
+    "check_padding_mask",
+    "check_split_heads",
+    "check_merge_heads",
+    "check_causal_self_attention",
+]
