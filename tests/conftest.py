@@ -9,11 +9,29 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def toc_files() -> list[str]:
+    """Every file _toc.yml lists (without suffix), in reading order, parts flattened."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+    def walk(entries: list[dict]) -> list[str]:
+        files = []
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            files += walk(entry.get("sections", []))
+        return files
+
+    chapters = [c for part in toc.get("parts", []) for c in part["chapters"]]
+    return walk(chapters + toc.get("chapters", []))
+
+
 def toc_notebooks() -> list[Path]:
     """The notebooks listed in _toc.yml, in reading order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [entry["file"] for entry in toc.get("chapters", [])]
-    return [ROOT / f"{name}.ipynb" for name in files if (ROOT / f"{name}.ipynb").exists()]
+    return [
+        ROOT / f"{name}.ipynb"
+        for name in toc_files()
+        if (ROOT / f"{name}.ipynb").exists()
+    ]
 
 
 def load_notebook(path: Path) -> dict:

@@ -7,22 +7,48 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import ROOT, code_cells, load_notebook, source, toc_notebooks
+from conftest import (
+    ROOT,
+    code_cells,
+    load_notebook,
+    source,
+    toc_files,
+    toc_notebooks,
+)
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
 def test_toc_lists_every_chapter_and_only_existing_files():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    listed = [entry["file"] for entry in toc["chapters"]]
+    listed = toc_files()
     for name in [toc["root"], *listed]:
-        assert any((ROOT / f"{name}{ext}").exists() for ext in (".md", ".ipynb")), name
+        assert any(
+            (ROOT / f"{name}{ext}").exists() for ext in (".md", ".ipynb")
+        ), name
     chapters = sorted(
-        p.relative_to(ROOT).with_suffix("").as_posix() for p in ROOT.glob("book/*.ipynb")
+        p.relative_to(ROOT).with_suffix("").as_posix()
+        for p in ROOT.glob("book/*.ipynb")
     )
     assert [name for name in listed if name in chapters] == chapters, (
         "every notebook in book/ must be listed in _toc.yml, in order"
     )
+
+    assert len(listed) == len(set(listed)), "a file is listed twice in _toc.yml"
+
+
+def test_chapters_are_numbered_from_one():
+    """Chapters 1-9 sit in the one numbered part; chapter 0 and the glossary do not."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = [part for part in toc["parts"] if part.get("numbered")]
+    assert len(numbered) == 1, (
+        "exactly one numbered part, so numbers run 1, 2, ..."
+    )
+    files = [entry["file"] for entry in numbered[0]["chapters"]]
+    for number, name in enumerate(files, start=1):
+        assert Path(name).name.startswith(f"{number:02d}_"), (
+            f"{name} would be shown as chapter {number}"
+        )
 
 
 def test_notebook_is_committed_executed_in_order(notebook_path):
@@ -81,11 +107,16 @@ def test_colab_setup_cell_matches_config(notebook_path):
     )
     for extra in extras.split():
         name, _, wanted = extra.partition("==")
-        assert pins.get(name) == wanted, f"{extra} must match requirements.txt ({pins.get(name)})"
+        assert pins.get(name) == wanted, (
+            f"{extra} must match requirements.txt ({pins.get(name)})"
+        )
 
 
 def test_launch_buttons_and_repository_are_configured():
-    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert (
+        CONFIG["launch_buttons"]["colab_url"]
+        == "https://colab.research.google.com"
+    )
     assert CONFIG["repository"]["url"].startswith("https://github.com/")
     assert CONFIG["repository"]["branch"] == "main"
     assert CONFIG["execute"]["execute_notebooks"] == "off"
@@ -97,12 +128,18 @@ def test_exercise_solutions_are_folded_and_checked(notebook_path):
         text = source(cell)
         tags = cell.get("metadata", {}).get("tags", [])
         if text.startswith("# @title Solution"):
-            assert "hide-input" in tags, f"solution in code cell {index} must be tagged hide-input"
+            assert "hide-input" in tags, (
+                f"solution in code cell {index} must be tagged hide-input"
+            )
             assert re.search(r"^check_\w+\(", text, re.MULTILINE), (
                 f"solution in code cell {index} must end by calling its checker"
             )
-            outputs = "".join(source({"source": o.get("text", "")}) for o in cell["outputs"])
-            assert outputs.startswith("Correct:"), f"solution in code cell {index} did not pass"
+            outputs = "".join(
+                source({"source": o.get("text", "")}) for o in cell["outputs"]
+            )
+            assert outputs.startswith("Correct:"), (
+                f"solution in code cell {index} did not pass"
+            )
         elif "hide-input" in tags:
             raise AssertionError(
                 f"code cell {index} is folded but is not a '# @title Solution' cell"
@@ -111,8 +148,12 @@ def test_exercise_solutions_are_folded_and_checked(notebook_path):
 
 def test_figures_have_caption_and_name(notebook_path):
     for index, cell in enumerate(code_cells(load_notebook(notebook_path))):
-        if any("image/png" in output.get("data", {}) for output in cell["outputs"]):
-            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if any(
+            "image/png" in output.get("data", {}) for output in cell["outputs"]
+        ):
+            figure = (
+                cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+            )
             assert figure.get("caption") and figure.get("name"), (
                 f"{notebook_path.name} code cell {index} shows a figure without caption and name"
             )
@@ -120,7 +161,16 @@ def test_figures_have_caption_and_name(notebook_path):
 
 def test_every_toc_notebook_is_collected_by_the_test_command():
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "book"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:xdist",
+            "book",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -133,7 +183,9 @@ def test_every_toc_notebook_is_collected_by_the_test_command():
         )
 
 
-HAND_WRITTEN = ["__init__.py"]  # and the exercises/ subpackage, which nbdev never writes
+HAND_WRITTEN = [
+    "__init__.py"
+]  # and the exercises/ subpackage, which nbdev never writes
 
 
 def test_package_is_in_sync_with_notebooks(tmp_path):
@@ -143,8 +195,12 @@ def test_package_is_in_sync_with_notebooks(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", scratch)
     (scratch / "transformer_course").mkdir()
     for name in HAND_WRITTEN:
-        shutil.copy(ROOT / "transformer_course" / name, scratch / "transformer_course")
-    subprocess.run(["nbdev-export"], cwd=scratch, check=True, capture_output=True)
+        shutil.copy(
+            ROOT / "transformer_course" / name, scratch / "transformer_course"
+        )
+    subprocess.run(
+        ["nbdev-export"], cwd=scratch, check=True, capture_output=True
+    )
 
     def modules(folder: Path) -> dict[str, str]:
         return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
@@ -153,7 +209,9 @@ def test_package_is_in_sync_with_notebooks(tmp_path):
         modules(scratch / "transformer_course"),
         modules(ROOT / "transformer_course"),
     )
-    assert sorted(exported) == sorted(committed), "run nbdev-export and commit its output"
+    assert sorted(exported) == sorted(committed), (
+        "run nbdev-export and commit its output"
+    )
     for name, text in exported.items():
         assert text == committed[name], (
             f"transformer_course/{name} differs from the notebooks: run nbdev-export"
@@ -165,9 +223,16 @@ def test_code_is_ruff_clean():
     # `ruff format`; the hand-written ones are named here to be formatted all the same.
     hand_written = [f"transformer_course/{name}" for name in HAND_WRITTEN]
     hand_written.append("transformer_course/exercises")
-    for command in (["ruff", "check", "."], ["ruff", "format", "--check", ".", *hand_written]):
+    for command in (
+        ["ruff", "check", "."],
+        ["ruff", "format", "--check", ".", *hand_written],
+    ):
         result = subprocess.run(
-            [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False
+            [sys.executable, "-m", *command],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
@@ -177,4 +242,6 @@ def test_package_has_the_public_names():
 
     for name in ["get_device"]:
         assert hasattr(transformer_course, name), name
-    assert Path(transformer_course.__file__).parent == ROOT / "transformer_course"
+    assert (
+        Path(transformer_course.__file__).parent == ROOT / "transformer_course"
+    )
