@@ -1,17 +1,32 @@
 """Shared helpers for the exercise-checker tests (tests/test_exercises_chNN.py)."""
 
+import random
+
+import numpy as np
 import pytest
+import torch
 
 from transformer_course.exercises import ExerciseError
+from transformer_course.exercises._core import MAX_LINES
+
+
+def assert_short_message(message: str) -> None:
+    """A checker's message: at most MAX_LINES lines, the problem on line 1."""
+    lines = message.splitlines()
+    assert 0 < len(lines) <= MAX_LINES, f"{len(lines)} lines:\n{message}"
+    assert not lines[0].startswith("on input"), message
 
 
 def assert_rejected(check, wrong_answer, hint: str | None) -> None:
-    """`check` must raise ExerciseError for `wrong_answer`, naming the input and, if given, the hint."""
+    """`check` must raise ExerciseError for `wrong_answer`: a short message
+    that names the input (or the change made to it) and, if given, the hint."""
     with pytest.raises(ExerciseError) as failure:
         check(wrong_answer)
-    assert "on input" in str(failure.value) or "changed" in str(failure.value)
+    message = str(failure.value)
+    assert "on input" in message or "changed" in message, message
+    assert_short_message(message)
     if hint:
-        assert hint in str(failure.value)
+        assert hint in message, message
 
 
 def assert_every_checker_accepted(module, accepted) -> None:
@@ -22,4 +37,31 @@ def assert_every_checker_accepted(module, accepted) -> None:
 
 def assert_accepts(check, reference, capsys) -> None:
     check(reference)
-    assert capsys.readouterr().out.startswith(f"Correct: {check.__name__.removeprefix('check_')}")
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"Correct: {check.__name__.removeprefix('check_')}"
+    ), out
+
+
+def _random_states():
+    return (
+        random.getstate(),
+        np.random.get_state()[1].tolist(),  # noqa: NPY002
+        torch.random.get_rng_state().tolist(),
+    )
+
+
+def assert_random_state_untouched(check, answer) -> None:
+    """Running `check(answer)`, right or wrong, leaves the global random
+    generators of `random`, NumPy and PyTorch as they were."""
+    random.seed(123)
+    np.random.seed(123)  # noqa: NPY002
+    torch.manual_seed(123)
+    before = _random_states()
+    try:
+        check(answer)
+    except ExerciseError:
+        pass
+    assert _random_states() == before, (
+        f"{check.__name__} changed the random state"
+    )

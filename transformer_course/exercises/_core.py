@@ -1,52 +1,440 @@
 """Shared machinery of the exercise checkers: verdicts, comparisons, messages.
 
-The checkers live in one module per chapter (`ch00`, `ch01`, ...); what they share
-is here: calling the learner's function, comparing its answer, and the verdict.
+The checkers live in one module per chapter (`ch00`, `ch01`, ...); what they
+share is here. A chapter's checker follows one pattern:
+
+```python
+def check_thing(thing):
+    name = "thing"
+
+    def run_cases():
+        got = _call(thing, name, x.copy())  # the learner's error, made readable
+        _expect_close(name, [x], got, expected, known_mistakes)
+
+    _verdict(name, "does the thing.", run_cases)
+```
+
+What the machinery promises the learner:
+
+- a message of at most ~15 lines whose first line says what is wrong (`_fail`
+  builds one; `_expect_close` / `_expect_equal` use it): for arrays the shape,
+  the first differing index and both values; for lists the first position that
+  differs; a generator, a tuple `(output, weights)` or `None` named as such;
+- the learner's function named by its own name (`my_softmax`), recorded by
+  `_call`;
+- when the learner's code raises: their error, the line of their code it came
+  from and the shapes of the inputs; in Jupyter the traceback through this
+  package is hidden (`ExerciseError._render_traceback_`, which IPython calls
+  instead of printing its own traceback), only their own frames are shown;
+- tolerances that fit the dtype the learner returned (`_tolerance`): a float32
+  answer is accepted;
+- their random state untouched: `_verdict` saves and restores the global
+  random generators of `random`, NumPy and PyTorch around the cases. Checkers
+  should still draw their data from a local generator (`_rng()`,
+  `_torch_generator()`), never from `np.random.seed` / `torch.manual_seed`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import os
+import random
+import sys
 import textwrap
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+MAX_LINES = 15
+"""The longest message a checker prints, in lines."""
+
+_WIDTH = 80
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 class ExerciseError(AssertionError):
-    """The answer to an exercise is wrong; the message says where and why."""
+    """The answer to an exercise is wrong; the message says where and why.
+
+    In IPython and Jupyter, `_render_traceback_` replaces the usual traceback:
+    the learner sees the message and, when their own function raised, their
+    own error and the lines of their code it passed through, not the frames of
+    the checker.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        lines = [f"ExerciseError: {self}"]
+        cause = self.__cause__
+        if cause is not None and not isinstance(cause, ExerciseError):
+            lines += ["", "Your function's error:"]
+            lines += _learner_traceback(cause)
+        return "\n".join(lines).splitlines()
 
 
 class _NotDone(Exception):
     """The learner's function still raises NotImplementedError."""
 
+    def __init__(self, function_name: str = "") -> None:
+        super().__init__(function_name)
+        self.function_name = function_name
 
-def _describe(value) -> str:
-    """A short, readable rendering of an input or output for a message."""
+
+# The learner's own function names, by the checker's name for them: `_call`
+# records `my_softmax` for "softmax", and messages use it.
+_learner_names: dict[str, str] = {}
+
+
+def _display_name(name: str) -> str:
+    """The learner's name for the function the checker calls `name`."""
+    return _learner_names.get(name, name)
+
+
+def _function_name(fn: Callable, default: str) -> str:
+    learner_name = getattr(fn, "__name__", "")
+    if not learner_name.isidentifier():  # a lambda, a functools.partial...
+        return default
+    return learner_name
+
+
+# ---------------------------------------------------------------- describing
+
+
+def _is_tensor(value) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _shape_text(shape) -> str:
+    return (
+        "("
+        + ", ".join(str(int(n)) for n in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
+
+
+def _describe(value, max_lines: int = 4) -> str:
+    """A short, readable rendering of an input or output for a message.
+
+    Small arrays are printed in full (at most `max_lines` lines), larger ones
+    by shape and dtype; tensors and modules by shape or class name, never by
+    their full repr.
+    """
+    if _is_tensor(value):
+        return f"tensor of shape {_shape_text(value.shape)}, {value.dtype}"
     if isinstance(value, np.ndarray):
-        text = np.array2string(value, precision=4, suppress_small=True, separator=", ")
-        return f"array of shape {value.shape}:\n{text}"
-    return repr(value)
+        head = f"array of shape {_shape_text(value.shape)}"
+        if value.dtype != np.float64:
+            head += f", {value.dtype}"
+        if value.size == 0:
+            return head
+        with np.printoptions(
+            precision=4, suppress=True, threshold=64, linewidth=_WIDTH
+        ):
+            text = np.array2string(value, separator=", ")
+        text_lines = text.splitlines()
+        if len(text_lines) <= max_lines and value.size <= 40:
+            return f"{head}:\n{text}"
+        return head
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.nn.Module):
+        return f"a {type(value).__name__} module"
+    if isinstance(value, (list, tuple)):
+        text = repr(value)
+        if len(text) > _WIDTH - 10:
+            kind = type(value).__name__
+            text = f"{kind} of {len(value)} items: {text[: _WIDTH - 30]}..."
+        return text
+    if isinstance(value, dict):
+        text = repr(value)
+        if len(text) > _WIDTH - 10:
+            text = f"dict of {len(value)} items"
+        return text
+    text = repr(value)
+    if len(text) > _WIDTH - 10:
+        text = text[: _WIDTH - 13] + "..."
+    return text
 
 
-def _call(fn: Callable, name: str, *args):
-    """Call the learner's `fn`; turn its exceptions into messages about the input."""
+def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
+    """`on input ...` for a message: every input, at most `max_lines` lines."""
+    inputs = list(inputs)
+    if not inputs:
+        return "called with no input"
+    # the first input in full when it is small, the others by shape
+    described = [_describe(inputs[0], max_lines=max_lines - len(inputs))]
+    described += [_describe(value, max_lines=1) for value in inputs[1:]]
+    if sum(text.count("\n") + 1 for text in described) > max_lines:
+        described = [_describe(value, max_lines=0) for value in inputs]
+    one_line = "on input " + ", ".join(described)
+    if "\n" not in one_line and len(one_line) <= _WIDTH:
+        return one_line
+    return "on input " + "\n  and ".join(described)
+
+
+def _index_text(index) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _number(value) -> str:
+    value = float(value)
+    if np.isnan(value) or np.isinf(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e6:
+        return f"{value:.1f}"
+    return f"{value:.6g}"
+
+
+# ---------------------------------------------------------------- messages
+
+
+def _fail(
+    name: str,
+    problem: str,
+    inputs: Sequence | None = None,
+    hint: str | None = None,
+    details: Sequence[str] = (),
+    cause: BaseException | None = None,
+) -> None:
+    """Raise ExerciseError with the standard layout.
+
+    `problem` is the first line (what is wrong, written after the learner's
+    function name), then the hint, then `on input ...`, then `details`; the
+    whole message is cut to `MAX_LINES` lines.
+    """
+    lines = textwrap.wrap(f"{_display_name(name)} {problem}", width=_WIDTH)
+    if hint:
+        lines += textwrap.wrap(f"Hint: {hint}", width=_WIDTH)
+    if inputs is not None:
+        budget = max(1, MAX_LINES - len(lines) - len(details))
+        lines += _describe_inputs(inputs, max_lines=budget).splitlines()
+    lines += list(details)
+    if len(lines) > MAX_LINES:
+        lines = lines[: MAX_LINES - 1] + ["..."]
+    error = ExerciseError("\n".join(lines))
+    if cause is not None:
+        raise error from cause
+    raise error
+
+
+def _learner_traceback(error: BaseException) -> list[str]:
+    """The learner's error with the frames of this package left out."""
+    tb = error.__traceback__
+    while tb is not None and _in_package(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
     try:
-        return fn(*args)
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython is there in Jupyter
+        shell = None
+    if shell is not None and hasattr(shell, "InteractiveTB"):
+        try:
+            return shell.InteractiveTB.structured_traceback(
+                type(error), error, tb, tb_offset=0
+            )
+        except Exception:  # pragma: no cover - fall back to plain text
+            pass
+    text = "".join(traceback.format_exception(type(error), error, tb))
+    return text.rstrip("\n").splitlines()
+
+
+def _in_package(filename: str) -> bool:
+    return os.path.dirname(os.path.abspath(filename)) == _PACKAGE_DIR
+
+
+def _learner_line(error: BaseException, fn: Callable) -> str | None:
+    """`line N: code` of the learner's code where `error` was raised, if known."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == code.co_filename
+        and not _in_package(frame.filename)
+    ]
+    if not frames:
+        return None
+    frame = frames[-1]
+    where = f"in {frame.name}" if frame.name != "<lambda>" else "in your lambda"
+    line = (frame.line or "").strip()
+    if len(line) > _WIDTH - 20:
+        line = line[: _WIDTH - 23] + "..."
+    return (
+        f"{where}, line {frame.lineno}: {line}"
+        if line
+        else f"{where}, line {frame.lineno}"
+    )
+
+
+def _brief_input(value) -> str:
+    """An input by its shape: what a learner needs to understand an error."""
+    if _is_tensor(value) or isinstance(value, np.ndarray):
+        kind = "tensor" if _is_tensor(value) else "array"
+        return f"{kind} {_shape_text(value.shape)} {value.dtype}"
+    return _describe(value, max_lines=0)
+
+
+# ---------------------------------------------------------------- calling
+
+
+def _call(fn: Callable, name: str, *args, **kwargs):
+    """Call the learner's `fn`; turn its exceptions into messages about the input.
+
+    The stub's NotImplementedError becomes "Not done yet" (see `_verdict`);
+    any other error becomes an ExerciseError that names the learner's
+    function, their error, the line of their code and the shapes of the
+    inputs, and chains their error (shown in Jupyter without our frames).
+    """
+    _learner_names[name] = _function_name(fn, name)
+    try:
+        return fn(*args, **kwargs)
     except NotImplementedError:
-        raise _NotDone() from None
-    except Exception as error:  # the learner's bug, reported with the input that caused it
-        inputs = "\n".join(_describe(a) for a in args)
-        raise ExerciseError(
-            f"{name} raised {type(error).__name__}: {error}\non input {inputs}"
-        ) from error
+        raise _NotDone(_display_name(name)) from None
+    except Exception as error:  # the learner's bug, reported with its input
+        message = str(error).strip().splitlines()
+        first = message[0] if message else ""
+        if len(first) > 2 * _WIDTH:
+            first = first[: 2 * _WIDTH - 3] + "..."
+        details = []
+        where = _learner_line(error, fn)
+        if where:
+            details.append(where)
+        shown = [_brief_input(value) for value in args]
+        shown += [
+            f"{key}={_brief_input(value)}" for key, value in kwargs.items()
+        ]
+        inputs_line = (
+            "on input " + ", ".join(shown) if shown else "called with no input"
+        )
+        _fail(
+            name,
+            f"raised {type(error).__name__}: {first}",
+            details=[inputs_line, *details],
+            cause=error,
+        )
 
 
-def _matching_mistake(got: np.ndarray, known_mistakes, atol: float) -> str | None:
+# ---------------------------------------------------------------- tolerances
+
+_FLOAT64 = (1e-5, 1e-6)  # (rtol, atol) for float64 answers: round-off only
+
+
+def _dtype_of(value) -> str:
+    """The dtype of the learner's answer as a NumPy name (`float32`, ...)."""
+    if _is_tensor(value):
+        return str(value.dtype).removeprefix("torch.")
+    if isinstance(value, (np.ndarray, np.generic)):
+        return str(value.dtype)
+    if isinstance(value, (list, tuple)) and value:
+        return _dtype_of(value[0])
+    return "float64"
+
+
+def _tolerance(
+    got, atol: float | None = None, rtol: float | None = None
+) -> tuple[float, float]:
+    """(rtol, atol) fit for the dtype the learner returned.
+
+    float64 (and Python floats): the checker's `atol` (1e-6 when not given),
+    rtol 1e-5. float32: at least 1e-4 for both, the round-off of a float32
+    computation such as sin(pos / 10000**(2i/d)) for positions up to a few
+    hundred. float16 / bfloat16: 1e-2.
+    """
+    dtype = _dtype_of(got)
+    rtol_64, atol_64 = _FLOAT64
+    rtol = rtol_64 if rtol is None else rtol
+    atol = atol_64 if atol is None else atol
+    if dtype in ("float32", "complex64"):
+        return max(rtol, 1e-4), max(atol, 1e-4)
+    if dtype in ("float16", "bfloat16"):
+        return max(rtol, 1e-2), max(atol, 1e-2)
+    return rtol, atol
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def _to_array(value) -> np.ndarray:
+    """The learner's answer as a float64 NumPy array (tensors detached)."""
+    if _is_tensor(value):
+        value = value.detach().cpu()
+        if value.dtype.is_floating_point or value.dtype.is_complex:
+            value = value.double()
+        return value.numpy().astype(float)
+    return np.asarray(value, dtype=float)
+
+
+def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
+    """Name the answers of the wrong kind: None, a generator, a tuple, text."""
+    if got is None:
+        _fail(name, "returned None: did you forget `return`?", inputs)
+    if inspect.isgenerator(got) or isinstance(got, Iterator):
+        _fail(
+            name,
+            f"returned a {type(got).__name__}, not the values: a generator "
+            "expression (x for ...) or map() is evaluated lazily; build the "
+            "result with a list or an array.",
+            inputs,
+        )
+    if (
+        isinstance(got, tuple)
+        and got
+        and (_is_tensor(got[0]) or isinstance(got[0], np.ndarray))
+    ):
+        shapes = ", ".join(
+            _shape_text(item.shape)
+            if hasattr(item, "shape")
+            else type(item).__name__
+            for item in got
+        )
+        hint = None
+        if tuple(got[0].shape) == tuple(expected_shape):
+            hint = (
+                "return only the output (did you return `(output, weights)`?)"
+            )
+        _fail(
+            name,
+            f"returned a tuple of {len(got)} items ({shapes}); "
+            f"expected one array of shape {_shape_text(expected_shape)}.",
+            inputs,
+            hint,
+        )
+    if isinstance(got, (str, bytes, dict, set)) or callable(got):
+        _fail(
+            name,
+            f"should return numbers, but returned {_describe(got, 0)}",
+            inputs,
+        )
+
+
+def _matching_mistake(
+    got: np.ndarray, known_mistakes, atol: float, rtol: float = 1e-5
+) -> str | None:
+    """The message of the first known mistake that `got` equals, if any."""
     for wrong, message in known_mistakes:
-        wrong = np.asarray(wrong, dtype=float)
-        if wrong.shape == got.shape and np.allclose(got, wrong, atol=atol):
+        wrong = _to_array(wrong)
+        if wrong.shape == got.shape and np.allclose(
+            got, wrong, rtol=rtol, atol=atol, equal_nan=True
+        ):
             return message
     return None
+
+
+def _first_difference(
+    got: np.ndarray, expected: np.ndarray, rtol: float, atol: float
+):
+    """The index, count and largest error of the entries that differ."""
+    close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    wrong = np.argwhere(~close)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - expected)
+    largest = (
+        float(np.nanmax(np.where(close, 0.0, error))) if wrong.size else 0.0
+    )
+    return tuple(wrong[0]) if len(wrong) else None, len(wrong), largest
 
 
 def _expect_close(
@@ -55,56 +443,233 @@ def _expect_close(
     got,
     expected: np.ndarray,
     known_mistakes: Sequence[tuple[np.ndarray, str]] = (),
-    atol: float = 1e-6,
+    atol: float | None = None,
+    *,
+    rtol: float | None = None,
+    what: str = "",
 ) -> None:
-    """Raise ExerciseError unless `got` equals `expected`, naming a known mistake if it matches one."""
-    shown_inputs = "\n".join(_describe(a) for a in inputs)
-    if got is None:
-        raise ExerciseError(
-            f"{name} on input {shown_inputs}\nreturned None: did you forget `return`?"
-        )
+    """Raise ExerciseError unless `got` is close to `expected`.
+
+    The tolerance fits the dtype the learner returned (`_tolerance`; `atol` is
+    the float64 one). A known mistake that `got` matches gives its hint. The
+    message names the shape or the first differing index with both values.
+    `what` names the answer in the first line ("the weights", ...).
+    """
+    expected = _to_array(expected)
+    _wrong_type(name, inputs, got, expected.shape)
+    rtol, atol = _tolerance(got, atol, rtol)
     try:
-        got_array = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        raise ExerciseError(
-            f"{name} on input {shown_inputs}\nshould return numbers, but returned {got!r}"
-        ) from None
-    expected = np.asarray(expected, dtype=float)
-    if got_array.shape == expected.shape and np.allclose(got_array, expected, atol=atol):
+        got_array = _to_array(got)
+    except (TypeError, ValueError) as error:
+        _fail(
+            name,
+            f"should return numbers, but returned {_describe(got, 0)}",
+            inputs,
+            details=[f"NumPy could not read it as an array: {error}"],
+        )
+    subject = f"returned {what} " if what else "returned "
+    if got_array.shape == expected.shape and np.allclose(
+        got_array, expected, rtol=rtol, atol=atol, equal_nan=True
+    ):
         return
-    hint = _matching_mistake(got_array, known_mistakes, atol)
+    hint = _matching_mistake(got_array, known_mistakes, atol, rtol)
     if got_array.shape != expected.shape:
-        problem = f"should return shape {expected.shape}, but returned shape {got_array.shape}."
-    else:
-        problem = f"expected {_describe(expected)}\nbut got {_describe(got_array)}"
-    raise ExerciseError(
-        f"{name} on input {shown_inputs}\n{problem}"
-        + (("\n" + textwrap.fill(f"Hint: {hint}", width=80)) if hint else "")
+        problem = (
+            f"{subject}shape {_shape_text(got_array.shape)}, "
+            f"expected shape {_shape_text(expected.shape)}."
+        )
+        details = []
+        if got_array.size == expected.size:
+            details.append("(the same number of values, arranged differently)")
+        _fail(name, problem, inputs, hint, details)
+    index, count, largest = _first_difference(got_array, expected, rtol, atol)
+    at = _index_text(index) if expected.ndim else ""
+    problem = (
+        f"{subject}a wrong value{' at ' + at if at else ''}: "
+        f"expected {_number(expected[index])}, got {_number(got_array[index])}."
     )
+    details = [
+        f"{count} of {expected.size} values differ (largest difference "
+        f"{_number(largest)}); the shape {_shape_text(expected.shape)} is right."
+    ]
+    _fail(name, problem, inputs, hint, details)
 
 
-def _expect_equal(name: str, inputs: Sequence, got, expected, known_mistakes=()) -> None:
-    """Raise ExerciseError unless `got == expected` (for lists, tuples and other exact answers)."""
-    if got == expected:
+def _same(a, b) -> bool:
+    """`a == b` as one bool; False where the comparison itself fails."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _expect_equal(
+    name: str,
+    inputs: Sequence,
+    got,
+    expected,
+    known_mistakes=(),
+    *,
+    what: str = "",
+) -> None:
+    """Raise ExerciseError unless `got == expected` (lists, tuples, exact answers).
+
+    For sequences the message names the first position that differs, or the
+    first missing or extra item; a generator, a tuple instead of a list and
+    `None` are named as such.
+    """
+    if _same(got, expected):
         return
-    hint = next((message for wrong, message in known_mistakes if got == wrong), None)
-    shown_inputs = "\n".join(_describe(a) for a in inputs)
-    raise ExerciseError(
-        f"{name} on input {shown_inputs}\nexpected {expected!r}\nbut got {got!r}"
-        + (("\n" + textwrap.fill(f"Hint: {hint}", width=80)) if hint else "")
+    subject = f"returned {what} " if what else "returned "
+    if got is None:
+        _fail(name, "returned None: did you forget `return`?", inputs)
+    kind = type(expected).__name__
+    if isinstance(expected, (list, tuple)) and isinstance(got, Iterator):
+        _fail(
+            name,
+            f"returned a {type(got).__name__}, not a {kind}: a generator "
+            f"expression or map() is lazy; build the {kind} itself "
+            f"({kind}(...) around it, or a loop).",
+            inputs,
+        )
+    hint = next(
+        (message for wrong, message in known_mistakes if _same(got, wrong)),
+        None,
     )
+    if not (
+        isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple))
+    ):
+        _fail(
+            name,
+            f"{subject}{_describe(got, 1)}; expected {_describe(expected, 1)}.",
+            inputs,
+            hint,
+        )
+    if _same(list(got), list(expected)):
+        _fail(
+            name,
+            f"{subject}a {type(got).__name__}; expected a {kind}.",
+            inputs,
+            hint,
+        )
+    position = next(
+        (
+            i
+            for i, (a, b) in enumerate(zip(got, expected, strict=False))
+            if not _same(a, b)
+        ),
+        None,
+    )
+    details = []
+    if position is not None:
+        a, b = got[position], expected[position]
+        problem = f"{subject}a wrong item at position {position}: expected {b!r}, got {a!r}."
+        if (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and _same(list(a), list(b))
+        ):
+            problem = (
+                f"{subject}item {position} as a {type(a).__name__} {a!r}; "
+                f"expected a {type(b).__name__} {b!r}."
+            )
+        if len(got) != len(expected):
+            details.append(
+                f"{len(got)} items returned, {len(expected)} expected."
+            )
+    elif len(got) < len(expected):
+        problem = (
+            f"{subject}{len(got)} items, expected {len(expected)}: the first "
+            f"{len(got)} are right; the first missing one is {expected[len(got)]!r}."
+        )
+    else:
+        problem = (
+            f"{subject}{len(got)} items, expected {len(expected)}: the first "
+            f"{len(expected)} are right; the first extra one is {got[len(expected)]!r}."
+        )
+    _fail(name, problem, inputs, hint, details)
+
+
+def _expect_unchanged(name: str, given, original) -> None:
+    """Raise ExerciseError if the learner's function changed its input in place."""
+    if _is_tensor(given):
+        same = bool((given == original).all()) and given.shape == original.shape
+    else:
+        same = np.array_equal(np.asarray(given), np.asarray(original))
+    if not same:
+        _fail(
+            name,
+            "changed its input in place; return a new array and leave the input as it was.",
+            [original],
+            "`x /= ...` or `x[...] = ...` writes into the caller's array: compute `x / ...` instead.",
+        )
+
+
+# ---------------------------------------------------------------- random state
+
+
+@contextlib.contextmanager
+def _preserve_random_state():
+    """Restore the global random generators of `random`, NumPy and PyTorch on exit.
+
+    A checker that must draw random numbers should use a local generator
+    (`_rng()`, `_torch_generator()`); this guard also undoes what the learner's
+    function or a library call (a module's initialisation) draws.
+    """
+    python_state = random.getstate()
+    numpy_state = np.random.get_state()  # noqa: NPY002
+    torch = sys.modules.get("torch")
+    torch_state = torch.random.get_rng_state() if torch is not None else None
+    cuda_states = None
+    if (
+        torch is not None
+        and torch.cuda.is_available()
+        and torch.cuda.is_initialized()
+    ):
+        cuda_states = torch.cuda.get_rng_state_all()
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)  # noqa: NPY002
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            if torch_state is not None:
+                torch.random.set_rng_state(torch_state)
+            if cuda_states is not None:
+                torch.cuda.set_rng_state_all(cuda_states)
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    """A local NumPy generator: the learner's `np.random` state is left alone."""
+    return np.random.default_rng(seed)
+
+
+def _torch_generator(seed: int = 0):
+    """A local `torch.Generator`: pass it as `generator=` to `torch.randn` & co."""
+    import torch
+
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------- verdict
 
 
 def _verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
-    """Run the cases and print the verdict; a wrong answer raises ExerciseError."""
+    """Run the cases and print the verdict; a wrong answer raises ExerciseError.
+
+    The learner's random state is saved and restored around the cases.
+    """
     try:
-        run_cases()
-    except _NotDone:
+        with _preserve_random_state():
+            run_cases()
+    except _NotDone as not_done:
+        function_name = not_done.function_name or _display_name(name)
         print(
-            f"Not done yet: {name} still raises NotImplementedError.\n"
+            f"Not done yet: {function_name} still raises NotImplementedError.\n"
             "Write your answer in its cell, run that cell, then run this one again."
         )
         return
+    finally:
+        _learner_names.pop(name, None)
     print(f"Correct: {name} {success}")
-
-
