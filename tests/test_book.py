@@ -80,25 +80,38 @@ def test_notebook_has_no_errors_and_no_stray_stderr(notebook_path):
 
 
 def expected_setup_cell(extras: str) -> str:
+    """The first code cell of every chapter; every line fits the website's 80 columns.
+
+    IPython expands `{repo}` in the `%pip` line, which keeps the long URL on a line
+    of its own. `extras` are the chapter's own pinned packages, space-separated.
+    """
     repository = CONFIG["repository"]
     url = repository["url"].rstrip("/")
     return (
-        "# Set-up for Google Colab: install the book's library (and what this chapter needs).\n"
-        "# Anywhere else this cell does nothing: install requirements.txt instead (see the README).\n"
+        "# Set-up for Google Colab: install the book's library (and what this\n"
+        "# chapter needs). Anywhere else this cell does nothing: see the README.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install --quiet "transformer_course @ git+{url}@{repository["branch"]}"{extras}'
+        f'    repo = "git+{url}@{repository["branch"]}"\n'
+        f'    %pip install --quiet "transformer_course @ {{repo}}"{extras}'
     )
+
+
+def setup_cell_extras(first: str) -> str:
+    match = re.search(r'@ (?:\{repo\}|git\+\S+@\w+)"(?P<extras>.*)$', first)
+    return match.group("extras") if match else ""
 
 
 def test_colab_setup_cell_matches_config(notebook_path):
     first = source(code_cells(load_notebook(notebook_path))[0])
-    match = re.search(r'@\w+"(?P<extras>.*)$', first)
-    extras = match.group("extras") if match else ""
-    assert first == expected_setup_cell(extras), (
-        f"{notebook_path.name}: the first code cell must be the Colab set-up cell built "
-        "from _config.yml's repository block"
+    extras = setup_cell_extras(first)
+    expected = expected_setup_cell(extras)
+    assert first == expected, (
+        f"{notebook_path.name}: the first code cell must be the Colab set-up cell "
+        f"built from _config.yml's repository block:\n\n{expected}\n\n"
+        f"Rewrite it with: python tests/test_book.py --fix-setup-cell "
+        f"book/{notebook_path.name}"
     )
     pins = dict(
         line.split("==")
@@ -245,3 +258,25 @@ def test_package_has_the_public_names():
     assert (
         Path(transformer_course.__file__).parent == ROOT / "transformer_course"
     )
+
+
+def fix_setup_cell(path: Path) -> None:
+    """Rewrite a notebook's first code cell as the expected set-up cell, keeping extras."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    cell = next(c for c in notebook.cells if c.cell_type == "code")
+    cell.source = expected_setup_cell(setup_cell_extras(cell.source))
+    nbformat.write(notebook, path)
+
+
+if __name__ == "__main__":
+    # python tests/test_book.py --fix-setup-cell book/NN_name.ipynb [...]
+    if sys.argv[1:2] != ["--fix-setup-cell"] or len(sys.argv) < 3:
+        sys.exit(
+            __doc__
+            + "\nusage: python tests/test_book.py --fix-setup-cell NOTEBOOK..."
+        )
+    for name in sys.argv[2:]:
+        fix_setup_cell(Path(name))
+        print(f"{name}: set-up cell rewritten")
