@@ -3,53 +3,129 @@
 # %% auto #0
 __all__ = ['softmax', 'scaled_dot_product_attention']
 
-# %% ../book/03_attention_numpy.ipynb #cell-021
+# %% ../book/03_attention_numpy.ipynb #fa7d2838
 import numpy as np
 
 
+def _as_real_array(value, name: str) -> np.ndarray:
+    """`value` as a float array, or a TypeError that names the argument."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"{name} must be an array of numbers: {error}"
+        ) from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be an array of real numbers, got dtype {array.dtype}"
+        )
+    return array.astype(float)
+
+
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax along `axis`; a slice that is all -inf gets zeros."""
-    x = np.asarray(x, dtype=float)
-    largest = np.max(x, axis=axis, keepdims=True)
-    largest = np.where(np.isfinite(largest), largest, 0.0)  # an all -inf slice stays -inf
+    """Numerically stable softmax along `axis`.
+
+    A slice that is all -inf (a query with no allowed key) gets zeros; a slice
+    with a NaN gets NaNs; +inf is refused (a score cannot be infinitely good).
+    """
+    x = _as_real_array(x, "x")
+    if x.size == 0:
+        raise ValueError(f"softmax of an empty array: x has shape {x.shape}")
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"axis must be an integer, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(
+            f"axis {axis} is out of range for x of shape {x.shape}"
+        )
+    if np.isposinf(x).any():
+        raise ValueError(
+            "x contains +inf; scores must be finite, or -inf where masked"
+        )
+    largest = np.max(x, axis=axis, keepdims=True)  # NaN if the slice has a NaN
+    # an all -inf slice: subtract 0, so that it stays -inf
+    largest = np.where(np.isneginf(largest), 0.0, largest)
     exponentials = np.exp(x - largest)  # every exponent <= 0: no overflow
     totals = exponentials.sum(axis=axis, keepdims=True)
-    return np.divide(exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0)
+    # totals == 0 only for an all -inf slice: zeros there (NaN totals stay NaN)
+    zeros = np.zeros_like(exponentials)
+    return np.divide(exponentials, totals, out=zeros, where=totals != 0)
 
-# %% ../book/03_attention_numpy.ipynb #cell-030
+# %% ../book/03_attention_numpy.ipynb #1bf1438b
+def _check_attention_inputs(q, k, v, mask):
+    """q, k, v as float arrays and mask as a boolean array, or a clear error."""
+    q, k, v = (_as_real_array(a, name) for a, name in zip((q, k, v), "qkv"))
+    for name, array in [("q", q), ("k", k), ("v", v)]:
+        if array.ndim < 2:
+            raise ValueError(
+                f"{name} must have shape (..., T, d), got {array.shape}"
+            )
+        if array.size == 0:
+            raise ValueError(f"{name} is empty: shape {array.shape}")
+        if np.isinf(array).any():
+            raise ValueError(
+                f"{name} contains inf; attention needs finite inputs"
+            )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same last dimension d_k, got q {q.shape} "
+            f"and k {k.shape}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same length T_k, got k {k.shape} "
+            f"and v {v.shape}"
+        )
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the batch dimensions of q {q.shape}, k {k.shape} and v {v.shape} "
+            "do not broadcast"
+        ) from None
+    if mask is None:
+        return q, k, v, None
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise TypeError(
+            f"mask must be boolean (True = may attend), got {mask.dtype}; "
+            "from 0/1 use mask == 1, from a 0/-inf mask use mask == 0"
+        )
+    scores_shape = (*batch, q.shape[-2], k.shape[-2])
+    if mask.ndim not in (2, len(scores_shape)):
+        raise ValueError(
+            f"mask has shape {mask.shape} ({mask.ndim} axes), but the scores "
+            f"have shape {scores_shape} ({len(scores_shape)} axes): give a "
+            "(T_q, T_k) mask or one with an axis for every axis of the scores "
+            "(size 1 to broadcast); add missing axes explicitly, e.g. "
+            "mask[:, None] for the head axis"
+        )
+    expected = scores_shape[-mask.ndim :]
+    if any(m not in (1, s) for m, s in zip(mask.shape, expected)):
+        raise ValueError(
+            f"mask of shape {mask.shape} does not broadcast to the scores' "
+            f"shape {scores_shape}, (..., T_q, T_k)"
+        )
+    return q, k, v, mask
+
+# %% ../book/03_attention_numpy.ipynb #baf99bc6
 def scaled_dot_product_attention(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """softmax(q k^T / sqrt(d_k)) v over any leading batch dimensions; returns (output, weights).
+    """softmax(q k^T / sqrt(d_k)) v, over any leading batch axes.
 
-    Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v). `mask` is boolean,
-    True where a query may attend to a key, broadcastable to (..., T_q, T_k). A query
-    with no allowed key gets all-zero weights and a zero output.
+    Returns (output, weights).
+
+    Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v).
+    `mask`: boolean, True where a query may attend to a key; either (T_q, T_k),
+    shared by the whole batch, or one axis per axis of the scores
+    (..., T_q, T_k), size 1 where it broadcasts. A query with no allowed key
+    gets all-zero weights and a zero output.
     """
-    q, k, v = (np.asarray(a, dtype=float) for a in (q, k, v))
-    if min(q.ndim, k.ndim, v.ndim) < 2:
-        raise ValueError("q, k and v need at least 2 dimensions: (..., T, d)")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension d_k: {q.shape} vs {k.shape}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length T_k: {k.shape} vs {v.shape}")
-    try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"batch dimensions do not broadcast: {q.shape}, {k.shape}, {v.shape}"
-        ) from None
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., T_q, T_k)
+    q, k, v, mask = _check_attention_inputs(q, k, v, mask)
+    # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-        try:
-            mask = np.broadcast_to(mask, scores.shape)
-        except ValueError:
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to the scores' shape {scores.shape}"
-            ) from None
-        scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores, axis=-1)  # fully masked rows -> all zeros
-    return weights @ v, weights  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+        scores = np.where(mask, scores, -np.inf)  # a forbidden key weighs 0
+    weights = softmax(scores, axis=-1)
+    # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+    return weights @ v, weights

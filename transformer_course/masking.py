@@ -3,20 +3,39 @@
 # %% auto #0
 __all__ = ['padding_mask', 'causal_mask']
 
-# %% ../book/04_masking.ipynb #cell-008
+# %% ../book/04_masking.ipynb #438dd214
 import numpy as np
 
 
 def padding_mask(tokens: np.ndarray, pad_id: int) -> np.ndarray:
-    """Boolean (B, 1, T_k) mask, True where the key is a real token, not padding."""
+    """Boolean (B, 1, T_k) mask: True where the key is a real token, not padding.
+
+    The size-1 query axis broadcasts to (B, T_q, T_k). For scores with a head
+    axis, (B, h, T_q, T_k), add that axis explicitly: `mask[:, None]`.
+    """
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int | np.integer):
+        raise TypeError(f"pad_id must be an integer token id, got {pad_id!r}")
     tokens = np.asarray(tokens)
+    if tokens.dtype.kind not in "iu":
+        raise TypeError(
+            f"tokens must be integer token ids, got dtype {tokens.dtype}"
+        )
     if tokens.ndim != 2:
-        raise ValueError(f"tokens must have shape (B, T), got {tokens.shape}")
-    return (tokens != pad_id)[:, None, :]  # (B, T) -> (B, 1, T_k): the same for every query
+        raise ValueError(
+            f"tokens must have shape (B, T), got {tokens.shape}; "
+            "for one sentence use tokens[None]"
+        )
+    # (B, T) -> (B, 1, T_k): every query of a sentence ignores the same keys
+    return (tokens != pad_id)[:, None, :]
 
 
 def causal_mask(size: int) -> np.ndarray:
-    """Boolean (size, size) mask, True on and below the diagonal: query i sees keys 0..i."""
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
-        raise ValueError(f"size must be a non-negative integer, got {size!r}")
+    """Boolean (size, size) mask, True on and below the diagonal.
+
+    Query i may attend to keys 0..i: itself and the past.
+    """
+    if isinstance(size, bool) or not isinstance(size, int | np.integer):
+        raise TypeError(f"size must be a non-negative integer, got {size!r}")
+    if size < 0:
+        raise ValueError(f"size must be a non-negative integer, got {size}")
     return np.tril(np.ones((size, size), dtype=bool))
