@@ -1,38 +1,76 @@
-"""Forward + backward time of MultiHeadAttention against nn.MultiheadAttention, as ratios.
+"""Forward + backward time of causal self-attention, as ratios to the fastest peer.
 
-    python benchmarks/multi_head_attention.py [--min-run-time 2] [--rounds 5]
+    python benchmarks/multi_head_attention.py [--lengths 128 512 1024]
+        [--min-run-time 2] [--rounds 5] [--threads 2] [--no-explicit]
 
-Runs on the CPU, and on the GPU too when PyTorch finds one. Times come from one run
-and are reported as ratios to nn.MultiheadAttention measured in the same run (these
-machines are noisy); a ratio below 1 means faster than PyTorch's module.
+Compares the book's MultiHeadAttention (is_causal=True and an explicit causal
+mask) with a module in the style of LLMs-from-scratch (one fused QKV projection,
+F.scaled_dot_product_attention(..., is_causal=True)), with nn.MultiheadAttention
+(need_weights=False, is_causal hint) and with the explicit softmax
+(return_weights=True). B=16, d_model=256, h=8. Runs on the CPU, and on the GPU
+too when PyTorch finds one. Times come from one run and are reported as ratios
+to the peer measured in the same run (these machines are noisy); a ratio below
+1 means faster than the peer.
 """
 
 import argparse
 
 import torch
 
-from transformer_course.multi_head_attention import benchmark_attention, format_benchmark
+from transformer_course.benchmarking import (
+    benchmark_attention,
+    format_benchmark,
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--min-run-time", type=float, default=2.0, help="seconds per measurement")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="alternating rounds per implementation"
+        "--lengths", type=int, nargs="+", default=[128, 512, 1024]
+    )
+    parser.add_argument(
+        "--min-run-time",
+        type=float,
+        default=2.0,
+        help="seconds per measurement",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="alternating rounds per implementation",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=2, help="CPU threads for PyTorch"
+    )
+    parser.add_argument(
+        "--no-explicit",
+        action="store_true",
+        help="skip the explicit softmax (slow at long T)",
     )
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    print(f"torch {torch.__version__}")
     for device in devices:
         name = (
             torch.cuda.get_device_name()
             if device == "cuda"
-            else f"{torch.get_num_threads()} CPU threads"
+            else f"CPU, {torch.get_num_threads()} threads"
         )
-        print(f"\nB=16, T=128, d_model=256, h=8, causal, forward + backward, on {name}")
-        times = benchmark_attention(
-            device=device, rounds=args.rounds, min_run_time=args.min_run_time
-        )
-        print(format_benchmark(times))
+        for length in args.lengths:
+            print(
+                f"\nB=16, T={length}, d_model=256, h=8, causal, "
+                f"forward + backward, float32, on {name}"
+            )
+            times = benchmark_attention(
+                length=length,
+                device=device,
+                rounds=args.rounds,
+                min_run_time=args.min_run_time,
+                explicit=not args.no_explicit,
+            )
+            print(format_benchmark(times))
 
 
 if __name__ == "__main__":
