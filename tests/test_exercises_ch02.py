@@ -1,98 +1,266 @@
-"""Chapter 2's exercise checkers accept the reference and reject the known wrong answers."""
+"""Chapter 2's exercise checkers accept the reference (float64 and float32)
+and reject the wrong answers learners really give, with the hint they need."""
 
 import numpy as np
 import pytest
-from exercise_helpers import assert_accepts, assert_every_checker_accepted, assert_rejected
+import torch
+from exercise_helpers import (
+    assert_accepts,
+    assert_every_checker_accepted,
+    assert_random_state_untouched,
+    assert_rejected,
+)
 
 from transformer_course.exercises import ch02
 from transformer_course.exercises.ch02 import (
+    check_fit_shift_matrix,
     check_positional_encoding,
-    check_shift_matrix,
-    check_wavelengths,
+    check_rotate_pair,
 )
 
+# ---------------------------------------------------------------- exercise 2.1
 
-def _pe(seq_len, d_model, factor=1.0, swap=False, sin_only=False):
-    angles = np.arange(seq_len)[:, None] / 10000 ** (factor * np.arange(0, d_model, 2) / d_model)
+
+def _pe(seq_len, d_model, exponents=None, first=0, swap=False):
+    if exponents is None:
+        exponents = np.arange(0, d_model, 2) / d_model
+    angles = np.arange(first, first + seq_len)[:, None] / 10000**exponents
     table = np.zeros((seq_len, d_model))
     table[:, 0::2] = np.cos(angles) if swap else np.sin(angles)
-    table[:, 1::2] = np.sin(angles) if (swap or sin_only) else np.cos(angles)
+    table[:, 1::2] = np.sin(angles) if swap else np.cos(angles)
     return table
 
 
 def notes_loop(seq_len, d_model):
-    """The seed notes' loop, vectorised over positions: doubled exponent."""
-    return np.stack(
-        [
-            np.array(
-                [
-                    f(pos / 10000 ** ((2 * i) / d_model))
-                    for i in range(0, d_model, 2)
-                    for f in (np.sin, np.cos)
-                ]
-            )
-            for pos in range(seq_len)
-        ]
+    """The seed notes' loop, over every position: the doubled exponent."""
+    table = np.zeros((seq_len, d_model))
+    for pos in range(seq_len):
+        for i in range(0, d_model, 2):
+            table[pos, i] = np.sin(pos / 10000 ** ((2 * i) / d_model))
+            table[pos, i + 1] = np.cos(pos / 10000 ** ((2 * i) / d_model))
+    return table
+
+
+def halved_exponent(seq_len, d_model):
+    """i / d_model with i the pair: `for i in range(d_model // 2)`."""
+    return _pe(seq_len, d_model, exponents=np.arange(d_model // 2) / d_model)
+
+
+def exponent_per_dimension(seq_len, d_model):
+    """pos / 10000 ** (k / d_model) for every dimension k, odd ones included."""
+    table = np.zeros((seq_len, d_model))
+    for pos in range(seq_len):
+        for k in range(d_model):
+            angle = pos / 10000 ** (k / d_model)
+            table[pos, k] = np.sin(angle) if k % 2 == 0 else np.cos(angle)
+    return table
+
+
+def concatenated(seq_len, d_model):
+    """[sin ... | cos ...]: all sines first, then all cosines."""
+    table = _pe(seq_len, d_model)
+    return np.concatenate([table[:, 0::2], table[:, 1::2]], axis=1)
+
+
+def torch_float32(seq_len, d_model):
+    """The Annotated Transformer's way, in float32: off by about 1e-6."""
+    position = torch.arange(seq_len).unsqueeze(1)
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2) * (-np.log(10000.0) / d_model)
     )
+    table = torch.zeros(seq_len, d_model)
+    table[:, 0::2] = torch.sin(position * div_term)
+    table[:, 1::2] = torch.cos(position * div_term)
+    return table
 
 
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
         (notes_loop, "exponent is doubled"),
+        (halved_exponent, "exponent is halved"),
+        (exponent_per_dimension, "share one frequency"),
+        (lambda t, d: _pe(t, d, first=1), "positions start at 0"),
+        (concatenated, "interleaves"),
         (lambda t, d: _pe(t, d, swap=True), "swapped"),
         (lambda t, d: _pe(t, d).T, "rows are positions"),
-        (lambda t, d: _pe(t, d, sin_only=True), None),
-        (lambda t, d: _pe(t + 1, d)[1:], None),
+        (lambda t, d: np.sin(_pe(t, d)), None),
+        (lambda t, d: None, "forget `return`"),
     ],
-    ids=["notes-doubled-exponent", "sin-cos-swapped", "transposed", "sines-only", "from-one"],
+    ids=[
+        "notes-doubled-exponent",
+        "halved-exponent",
+        "exponent-on-dimension-k",
+        "positions-from-one",
+        "sin-then-cos-halves",
+        "sin-cos-swapped",
+        "transposed",
+        "nonsense",
+        "no-return",
+    ],
 )
 def test_positional_encoding_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_positional_encoding, wrong_answer, hint)
 
 
-def _shift(k, d_model, sign=1.0, factor=1.0):
+def test_positional_encoding_accepts_float32_torch(capsys):
+    error = np.abs(torch_float32(20, 512).double().numpy() - _pe(20, 512))
+    assert 1e-7 < error.max() < 1e-5  # a real float32 error, not zero
+    assert_accepts(check_positional_encoding, torch_float32, capsys)
+
+
+def test_not_done_names_the_learners_function(capsys):
+    def my_positional_encoding(seq_len, d_model):
+        raise NotImplementedError
+
+    check_positional_encoding(my_positional_encoding)
+    out = capsys.readouterr().out
+    assert out.startswith("Not done yet: my_positional_encoding"), out
+
+
+def test_error_in_learners_code_is_reported_with_the_input():
+    def my_positional_encoding(seq_len, d_model):
+        return np.zeros((seq_len, d_model))[:, :: d_model // 0]
+
+    assert_rejected(check_positional_encoding, my_positional_encoding, None)
+
+
+# ---------------------------------------------------------------- exercise 2.2
+
+
+def fit_by_lstsq(encoding, k):
+    solution, *_ = np.linalg.lstsq(encoding[:-k], encoding[k:], rcond=None)
+    return solution.T
+
+
+def fit_by_normal_equations(encoding, k):
+    before, after = encoding[:-k], encoding[k:]
+    return np.linalg.solve(before.T @ before, before.T @ after).T
+
+
+def fit_in_float32_torch(encoding, k):
+    table = torch.tensor(encoding, dtype=torch.float32)
+    return torch.linalg.pinv(table[:-k]).matmul(table[k:]).T
+
+
+def fit_and_overwrite(encoding, k):
+    encoding -= encoding.mean(axis=0)  # "centring" the caller's table
+    return fit_by_lstsq(encoding, k)
+
+
+def exact_rotation_with_base_10000(encoding, k):
+    """The chapter's shift matrix, not a fit: the checker's tables differ."""
+    d_model = encoding.shape[1]
     matrix = np.zeros((d_model, d_model))
     for pair in range(d_model // 2):
-        angle = k / 10000 ** (factor * 2 * pair / d_model)
-        c, s = np.cos(angle), sign * np.sin(angle)
-        matrix[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2] = [[c, s], [-s, c]]
+        angle = k / 10000 ** (2 * pair / d_model)
+        c, s = np.cos(angle), np.sin(angle)
+        matrix[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2] = [
+            [c, s],
+            [-s, c],
+        ]
     return matrix
 
 
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
-        (lambda k, d: _shift(k, d, sign=-1.0), "rotates backwards"),
-        (lambda k, d: _shift(k, d).T, "transpose"),
-        (lambda k, d: _shift(k, d, factor=2.0), None),
-        (lambda k, d: np.eye(d), None),
-        (lambda k, d: _shift(k + 1, d), None),
+        (lambda e, k: fit_by_lstsq(e, k).T, "transpose of M"),
+        (lambda e, k: fit_by_lstsq(e[::-1], k), "transpose of M"),
+        (lambda e, k: fit_by_lstsq(e, k + 1), "shifts by"),
+        (lambda e, k: fit_by_lstsq(e, k - 1) if k > 1 else None, None),
+        (exact_rotation_with_base_10000, None),
+        (lambda e, k: np.eye(e.shape[1]), None),
+        (fit_and_overwrite, "changed its input"),
     ],
-    ids=["backwards", "transposed", "doubled-exponent", "identity", "off-by-one"],
+    ids=[
+        "lstsq-solution-not-transposed",
+        "fitted-backwards",
+        "shift-k-plus-1",
+        "shift-k-minus-1",
+        "formula-not-fit",
+        "identity",
+        "overwrites-input",
+    ],
 )
-def test_shift_matrix_rejects_known_mistakes(wrong_answer, hint):
-    assert_rejected(check_shift_matrix, wrong_answer, hint)
+def test_fit_shift_matrix_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_fit_shift_matrix, wrong_answer, hint)
+
+
+@pytest.mark.parametrize(
+    "reference", [fit_by_normal_equations, fit_in_float32_torch]
+)
+def test_fit_shift_matrix_accepts_other_correct_ways(reference, capsys):
+    assert_accepts(check_fit_shift_matrix, reference, capsys)
+
+
+# ---------------------------------------------------------------- exercise 2.3
+
+
+def rotate(x, pos, theta, sign=1.0):
+    c, s = np.cos(pos * theta), sign * np.sin(pos * theta)
+    return np.array([c * x[0] - s * x[1], s * x[0] + c * x[1]])
+
+
+def rotate_in_place(x, pos, theta):
+    x[:] = rotate(x, pos, theta)
+    return x
+
+
+def rotate_float32_torch(x, pos, theta):
+    x = torch.tensor(x, dtype=torch.float32)
+    angle = torch.tensor(pos * theta, dtype=torch.float32)
+    c, s = torch.cos(angle), torch.sin(angle)
+    return torch.stack([c * x[0] - s * x[1], s * x[0] + c * x[1]])
+
+
+def rotate_with_complex_numbers(x, pos, theta):
+    z = complex(x[0], x[1]) * np.exp(1j * pos * theta)
+    return np.array([z.real, z.imag])
 
 
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
-        (lambda d: 10000 ** (np.arange(0, d, 2) / d), "multiply by 2 pi"),
-        (lambda d: 10000 ** (-np.arange(0, d, 2) / d), "frequencies"),
-        (lambda d: 2 * np.pi * 10000 ** (2 * np.arange(0, d, 2) / d), "doubled"),
-        (lambda d: 2 * np.pi * 10000 ** (np.arange(d) / d), None),
+        (lambda x, p, t: rotate(x, p, t, sign=-1.0), "clockwise"),
+        (lambda x, p, t: rotate(x, 1, t), "grow with the position"),
+        (lambda x, p, t: rotate(x, p, 1.0), "not pos radians"),
+        (
+            lambda x, p, t: np.array([np.cos(p * t), np.sin(p * t)]) * x,
+            "mixes both inputs",
+        ),
+        (
+            lambda x, p, t: complex(x[0], x[1]) * np.exp(1j * p * t),
+            "complex",
+        ),
+        (rotate_in_place, "changed its input"),
     ],
-    ids=["no-2pi", "frequency", "doubled", "one-per-dimension"],
+    ids=[
+        "clockwise",
+        "angle-theta",
+        "angle-pos",
+        "no-mixing",
+        "complex-result",
+        "in-place",
+    ],
 )
-def test_wavelengths_rejects_known_mistakes(wrong_answer, hint):
-    assert_rejected(check_wavelengths, wrong_answer, hint)
+def test_rotate_pair_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_rotate_pair, wrong_answer, hint)
 
+
+@pytest.mark.parametrize(
+    "reference", [rotate_float32_torch, rotate_with_complex_numbers]
+)
+def test_rotate_pair_accepts_other_correct_ways(reference, capsys):
+    assert_accepts(check_rotate_pair, reference, capsys)
+
+
+# ---------------------------------------------------------------- every checker
 
 ACCEPTED = [
     (check_positional_encoding, _pe),
-    (check_shift_matrix, _shift),
-    (check_wavelengths, lambda d: 2 * np.pi * 10000 ** (np.arange(0, d, 2) / d)),
+    (check_fit_shift_matrix, fit_by_lstsq),
+    (check_rotate_pair, rotate),
 ]
 
 
@@ -101,7 +269,19 @@ def test_every_checker_is_tested():
 
 
 @pytest.mark.parametrize(
-    ("check", "reference"), ACCEPTED, ids=lambda value: getattr(value, "__name__", "")
+    ("check", "reference"),
+    ACCEPTED,
+    ids=lambda value: getattr(value, "__name__", ""),
 )
 def test_checker_accepts_reference(check, reference, capsys):
     assert_accepts(check, reference, capsys)
+
+
+@pytest.mark.parametrize(
+    ("check", "reference"),
+    ACCEPTED,
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+def test_checker_leaves_random_state_alone(check, reference):
+    assert_random_state_untouched(check, reference)
+    assert_random_state_untouched(check, lambda *args: None)

@@ -3,46 +3,107 @@
 # %% auto #0
 __all__ = ['positional_encoding', 'PositionalEncoding']
 
-# %% ../book/02_positional_encoding.ipynb #cell-017
+# %% ../book/02_positional_encoding.ipynb #cell-024
+import math
+import numbers
+
 import numpy as np
 
 
-def positional_encoding(seq_len: int, d_model: int, base: float = 10000.0) -> np.ndarray:
-    """Sinusoidal positional encoding of the paper, shape (seq_len, d_model)."""
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int | np.integer) or seq_len < 0:
-        raise ValueError(f"seq_len must be a non-negative integer, got {seq_len!r}")
-    if isinstance(d_model, bool) or not isinstance(d_model, int | np.integer) or d_model < 2:
-        raise ValueError(f"d_model must be an integer of at least 2, got {d_model!r}")
+def _check_int(name: str, value, minimum: int) -> None:
+    """TypeError unless `value` is an int; ValueError if below `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an int, got {type(value).__name__} {value!r}"
+        )
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _check_d_model(d_model) -> None:
+    _check_int("d_model", d_model, 2)
     if d_model % 2:
-        raise ValueError(f"d_model must be even (sin and cos come in pairs), got {d_model}")
-    if not base > 0:
-        raise ValueError(f"base must be positive, got {base!r}")
+        raise ValueError(
+            f"d_model must be even (sin and cos come in pairs), got {d_model}"
+        )
+
+
+def positional_encoding(
+    seq_len: int, d_model: int, base: float = 10000.0
+) -> np.ndarray:
+    """Sinusoidal positional encoding of the paper, shape (seq_len, d_model).
+
+    PE[pos, 2i] = sin(pos / base**(2i/d_model)), PE[pos, 2i+1] = cos(...),
+    for positions 0 to seq_len - 1.
+    """
+    _check_int("seq_len", seq_len, 0)
+    _check_d_model(d_model)
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise TypeError(
+            f"base must be a real number, got {type(base).__name__} {base!r}"
+        )
+    if not (math.isfinite(base) and base > 1):
+        raise ValueError(
+            f"base must be finite and greater than 1, got {base!r}"
+        )
     positions = np.arange(seq_len)[:, None]  # (T, 1)
-    frequencies = base ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,): 1 ... ~1/base
-    angles = positions * frequencies  # (T, 1) * (d_model/2,) -> (T, d_model/2)
+    # one frequency per pair: 1, ..., nearly 1/base; shape (d_model/2,)
+    frequencies = float(base) ** (-np.arange(0, d_model, 2) / d_model)
+    # (T, 1) * (d_model/2,) -> (T, d_model/2)
+    angles = positions * frequencies
     encoding = np.empty((seq_len, d_model))
     encoding[:, 0::2] = np.sin(angles)  # even dimensions 2i
     encoding[:, 1::2] = np.cos(angles)  # odd dimensions 2i+1
     return encoding
 
-# %% ../book/02_positional_encoding.ipynb #cell-044
+# %% ../book/02_positional_encoding.ipynb #cell-054
 import torch
 from torch import nn
 
 
+def _check_dropout(dropout) -> None:
+    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+        kind = type(dropout).__name__
+        raise TypeError(f"dropout must be a number, got {kind} {dropout!r}")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def _check_input(x, max_len: int, d_model: int) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(
+            f"x must be a torch.Tensor of shape (B, T, {d_model}), "
+            f"got {type(x).__name__}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    if x.dim() != 3 or x.size(-1) != d_model:
+        raise ValueError(
+            f"x must have shape (B, T, {d_model}), got {tuple(x.shape)}"
+        )
+    if x.size(1) > max_len:
+        raise ValueError(
+            f"x has T={x.size(1)} positions, more than max_len={max_len}"
+        )
+
+# %% ../book/02_positional_encoding.ipynb #cell-055
 class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal positional encoding to (B, T, d_model) inputs, then dropout."""
+    """Adds the sinusoidal encoding to (B, T, d_model) inputs, then dropout."""
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
         super().__init__()
-        table = torch.tensor(positional_encoding(max_len, d_model), dtype=torch.float32)
-        self.register_buffer("pe", table, persistent=False)  # (max_len, d_model), not trained
+        _check_int("max_len", max_len, 1)
+        _check_dropout(dropout)
+        table = positional_encoding(max_len, d_model)  # checks d_model
+        # (max_len, d_model): moves with .to(), is not trained, is not saved
+        self.register_buffer(
+            "pe", torch.tensor(table, dtype=torch.float32), persistent=False
+        )
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         max_len, d_model = self.pe.shape
-        if x.dim() != 3 or x.size(-1) != d_model:
-            raise ValueError(f"expected input of shape (B, T, {d_model}), got {tuple(x.shape)}")
-        if x.size(1) > max_len:
-            raise ValueError(f"sequence length {x.size(1)} exceeds max_len={max_len}")
-        return self.dropout(x + self.pe[: x.size(1)].to(x.dtype))  # (B, T, d) + (T, d)
+        _check_input(x, max_len, d_model)
+        T = x.size(1)
+        # (B, T, d_model) + (T, d_model) -> (B, T, d_model)
+        return self.dropout(x + self.pe[:T].to(x.dtype))

@@ -16,6 +16,8 @@ chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN
 
 from transformer_course.exercises._core import ExerciseError
 from transformer_course.exercises.ch00 import (
+    check_logsumexp,
+    check_masked_mean,
     check_row_normalise,
 )
 from transformer_course.exercises.ch01 import (
@@ -24,9 +26,9 @@ from transformer_course.exercises.ch01 import (
     check_skipgram_pairs,
 )
 from transformer_course.exercises.ch02 import (
+    check_fit_shift_matrix,
     check_positional_encoding,
-    check_shift_matrix,
-    check_wavelengths,
+    check_rotate_pair,
 )
 from transformer_course.exercises.ch03 import (
     check_attention,
@@ -47,12 +49,14 @@ from transformer_course.exercises.ch05 import (
 __all__ = [
     "ExerciseError",
     "check_row_normalise",
+    "check_logsumexp",
+    "check_masked_mean",
     "check_skipgram_pairs",
     "check_cosine_similarity",
     "check_embedding_matrix",
     "check_positional_encoding",
-    "check_shift_matrix",
-    "check_wavelengths",
+    "check_fit_shift_matrix",
+    "check_rotate_pair",
     "check_softmax",
     "check_attention",
     "check_multi_head",

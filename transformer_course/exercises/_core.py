@@ -134,7 +134,8 @@ def _describe(value, max_lines: int = 4) -> str:
         ):
             text = np.array2string(value, separator=", ")
         text_lines = text.splitlines()
-        if len(text_lines) <= max_lines and value.size <= 40:
+        small = value.ndim <= 2 and value.size <= 40
+        if small and len(text_lines) <= min(max_lines, 4):
             return f"{head}:\n{text}"
         return head
     torch = sys.modules.get("torch")
@@ -430,11 +431,11 @@ def _first_difference(
     close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
     wrong = np.argwhere(~close)
     with np.errstate(invalid="ignore"):
-        error = np.abs(got - expected)
-    largest = (
-        float(np.nanmax(np.where(close, 0.0, error))) if wrong.size else 0.0
-    )
-    return tuple(wrong[0]) if len(wrong) else None, len(wrong), largest
+        error = np.where(close | np.isnan(got), 0.0, np.abs(got - expected))
+    largest = float(np.nanmax(error)) if wrong.size else 0.0
+    nans = int(np.count_nonzero(~close & np.isnan(got)))
+    index = tuple(wrong[0]) if len(wrong) else None
+    return index, len(wrong), largest, nans
 
 
 def _expect_close(
@@ -482,15 +483,20 @@ def _expect_close(
         if got_array.size == expected.size:
             details.append("(the same number of values, arranged differently)")
         _fail(name, problem, inputs, hint, details)
-    index, count, largest = _first_difference(got_array, expected, rtol, atol)
+    index, count, largest, nans = _first_difference(
+        got_array, expected, rtol, atol
+    )
     at = _index_text(index) if expected.ndim else ""
     problem = (
         f"{subject}a wrong value{' at ' + at if at else ''}: "
         f"expected {_number(expected[index])}, got {_number(got_array[index])}."
     )
+    differences = [f"{nans} NaN"] if nans else []
+    if count > nans:
+        differences.insert(0, f"largest difference {_number(largest)}")
     details = [
-        f"{count} of {expected.size} values differ (largest difference "
-        f"{_number(largest)}); the shape {_shape_text(expected.shape)} is right."
+        f"{count} of {expected.size} values differ "
+        f"({', '.join(differences)}); the shape is right."
     ]
     _fail(name, problem, inputs, hint, details)
 
@@ -601,7 +607,8 @@ def _expect_unchanged(name: str, given, original) -> None:
             name,
             "changed its input in place; return a new array and leave the input as it was.",
             [original],
-            "`x /= ...` or `x[...] = ...` writes into the caller's array: compute `x / ...` instead.",
+            "x -= m, x /= s and x[...] = 0 write into the caller's array; "
+            "compute a new one instead (x - m, x / s, np.where(...)).",
         )
 
 
