@@ -16,6 +16,8 @@ chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN
 
 from transformer_course.exercises._core import ExerciseError
 from transformer_course.exercises.ch00 import (
+    check_logsumexp,
+    check_masked_mean,
     check_row_normalise,
 )
 from transformer_course.exercises.ch01 import (
@@ -47,6 +49,8 @@ from transformer_course.exercises.ch05 import (
 __all__ = [
     "ExerciseError",
     "check_row_normalise",
+    "check_logsumexp",
+    "check_masked_mean",
     "check_skipgram_pairs",
     "check_cosine_similarity",
     "check_embedding_matrix",
