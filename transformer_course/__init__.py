@@ -10,11 +10,27 @@ from transformer_course.environment import get_device
 from transformer_course.masking import causal_mask, padding_mask
 from transformer_course.multi_head_attention import MultiHeadAttention
 from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
+from transformer_course.transformer import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    Residual,
+    Transformer,
+    TransformerConfig,
+    count_parameters,
+)
 
 __all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
     "MultiHeadAttention",
     "PositionalEncoding",
+    "Residual",
+    "Transformer",
+    "TransformerConfig",
     "causal_mask",
+    "count_parameters",
     "get_device",
     "padding_mask",
     "positional_encoding",

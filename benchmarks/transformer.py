@@ -1,0 +1,148 @@
+"""Forward + backward time of the book's Transformer against nn.Transformer.
+
+    python benchmarks/transformer.py [--threads 2] [--rounds 5] [--output FILE]
+
+Both models have the same configuration (B=32, T=64, d_model=256, h=8, N=3,
+d_ff=1024, vocabulary 8,000, dropout 0) and the same weights: nn.Transformer
+gets the book's embedding, positional encoding and tied output projection around
+it, so the two compute the same function. One step is a forward pass, the
+cross-entropy loss and a backward pass. Times come from one run, alternating the
+two models, and are reported as ratios to nn.Transformer measured in the same
+run (these machines are noisy); a ratio below 1 means faster than PyTorch.
+Runs on the CPU, and on the GPU too when PyTorch finds one.
+"""
+
+import argparse
+import datetime
+import platform
+
+import torch
+import torch.nn.functional as F
+import torch.utils.benchmark as benchmark
+from torch import nn
+
+from transformer_course.transformer import (
+    Transformer,
+    TransformerConfig,
+    to_torch_transformer,
+)
+
+B, T = 32, 64
+CONFIG = TransformerConfig(
+    vocab_size=8000, d_model=256, n_heads=8, n_layers=3, d_ff=1024, dropout=0.0
+)
+
+
+class TorchTransformer(nn.Module):
+    """nn.Transformer with the book's embeddings and output projection around it."""
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        self.model = model  # its embedding, positional encoding, output_proj
+        self.transformer = to_torch_transformer(model)
+
+    def forward(self, src, tgt):
+        pad = self.model.config.pad_id
+        causal = torch.ones(
+            tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device
+        ).triu(1)  # nn.Transformer's convention: True = may NOT attend
+        out = self.transformer(
+            self.model.embed(src),
+            self.model.embed(tgt),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=src == pad,
+            memory_key_padding_mask=src == pad,
+        )
+        return self.model.output_proj(out)
+
+
+def batch(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded source and target ids, the decoder input and its target."""
+    generator = torch.Generator().manual_seed(0)
+    src = torch.randint(3, CONFIG.vocab_size, (B, T), generator=generator)
+    tgt = torch.randint(3, CONFIG.vocab_size, (B, T + 1), generator=generator)
+    lengths = torch.randint(T // 2, T + 1, (B,), generator=generator)
+    positions = torch.arange(T + 1)
+    src[positions[None, :T] >= lengths[:, None]] = CONFIG.pad_id
+    tgt[positions[None] > lengths[:, None]] = CONFIG.pad_id
+    tgt[:, 0] = CONFIG.bos_id
+    return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)
+
+
+def measure(device: str, rounds: int, min_run_time: float) -> dict[str, float]:
+    """Median seconds of one training step (forward, loss, backward) per model."""
+    torch.manual_seed(0)
+    ours = Transformer(CONFIG).to(device).train()
+    theirs = TorchTransformer(ours).to(device).train()
+    src, tgt_in, tgt_out = batch(device)
+    with torch.no_grad():  # the same function: check before timing
+        difference = (ours(src, tgt_in) - theirs(src, tgt_in)).abs().max()
+    assert difference < 1e-3, f"the two models differ by {difference}"
+
+    def step(model):
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1), tgt_out.flatten(), ignore_index=CONFIG.pad_id
+        )
+        loss.backward()
+
+    steps = {
+        "Transformer (this book)": lambda: step(ours),
+        "nn.Transformer": lambda: step(theirs),
+    }
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):  # alternate: a slow moment hits both
+        for name, run in steps.items():
+            timer = benchmark.Timer(stmt="run()", globals={"run": run})
+            measurement = timer.blocked_autorange(min_run_time=min_run_time)
+            times[name].append(measurement.median)
+    return {name: sorted(v)[len(v) // 2] for name, v in times.items()}
+
+
+def table(times: dict[str, float], reference: str = "nn.Transformer") -> str:
+    """A Markdown table of milliseconds and ratios to `reference`."""
+    lines = ["| model | ms per step | ratio |", "|---|---:|---:|"]
+    for name, seconds in times.items():
+        ratio = seconds / times[reference]
+        lines.append(f"| {name} | {seconds * 1e3:.1f} | {ratio:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--min-run-time", type=float, default=2.0)
+    parser.add_argument("--cpu-only", action="store_true")
+    parser.add_argument("--output", help="also write the report to this file")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    devices = ["cpu"]
+    if torch.cuda.is_available() and not args.cpu_only:
+        devices.append("cuda")
+    report = [
+        f"# Transformer vs nn.Transformer, {datetime.date.today()}",
+        "",
+        f"B={B}, T={T}, d_model={CONFIG.d_model}, h={CONFIG.n_heads}, "
+        f"N={CONFIG.n_layers}, d_ff={CONFIG.d_ff}, "
+        f"vocabulary {CONFIG.vocab_size:,}, dropout 0; one step = forward, "
+        f"cross-entropy, backward; float32; torch {torch.__version__}.",
+    ]
+    for device in devices:
+        if device == "cuda":
+            name = torch.cuda.get_device_name()
+        else:
+            name = f"{platform.processor() or platform.machine()} CPU, "
+            name += f"{torch.get_num_threads()} threads"
+        times = measure(device, args.rounds, args.min_run_time)
+        report += ["", f"## {name}", "", table(times)]
+    text = "\n".join(report) + "\n"
+    print(text)
+    if args.output:
+        with open(args.output, "w") as file:
+            file.write(text)
+
+
+if __name__ == "__main__":
+    main()
