@@ -174,14 +174,7 @@ def check_fit_shift_matrix(
                             "encoding[k:].",
                         )
                     )
-            _expect_close(
-                name,
-                [table, k],
-                got,
-                expected,
-                mistakes,
-                what="the matrix",
-            )
+            _expect_close(name, [table, k], got, expected, mistakes)
 
     _verdict(
         name,
