@@ -4,7 +4,8 @@ nbval compares every output of a cell not tagged `nbval-ignore-output` with
 the committed one, character for character. A float64 residual such as
 `2.3e-14` is round-off noise: another CPU (AVX2 or AVX-512, one thread or two)
 sums in another order and prints `2.2e-14`, and the test suite fails there.
-Print the claim instead (`error < 1e-12: True`, or `< 1e-12`) and assert it.
+A float64 printed in full (`0.9999999999999998`) is the same noise. Print the
+claim instead (`error < 1e-12: True`, or `< 1e-12`) and assert it.
 """
 
 import re
@@ -14,6 +15,10 @@ from conftest import code_cells, load_notebook, source
 
 # A float below 1e-9 written in scientific notation: 1e-09, 2.3e-14, 5e-123.
 ROUND_OFF = re.compile(r"\d(?:\.\d+)?e-(?:09|[1-9]\d)", re.IGNORECASE)
+# A float64 printed in full whose last digits are round-off: 0.9999999999999998,
+# 1.0000000000000002, 2.0000000000000004 (a run of 8 nines or zeros, then 1-3
+# digits).
+FULL_REPR = re.compile(r"\d\.\d*?(?:9{8,}|0{8,})[1-9]\d{0,2}(?![\d.])")
 # A bound is a claim, not a residual: "< 1e-12", "<= 1e-10", "≤ 1e-9".
 BOUND = re.compile(r"(?:<=?|≤)\s*$")
 
@@ -33,7 +38,8 @@ def compared_text(cell: dict) -> str:
 def round_off_numbers(text: str) -> list[str]:
     """The numbers in `text` that look like round-off noise, with context."""
     found = []
-    for match in ROUND_OFF.finditer(text):
+    matches = [*ROUND_OFF.finditer(text), *FULL_REPR.finditer(text)]
+    for match in sorted(matches, key=lambda m: m.start()):
         before = text[max(0, match.start() - 40) : match.start()]
         if BOUND.search(before):
             continue
@@ -56,6 +62,11 @@ def round_off_numbers(text: str) -> list[str]:
         ("learning rate 3e-4", False),
         ("eps 1e-5, 1.5e-08", False),
         ("0.000001", False),
+        ("row sums total: 0.9999999999999998", True),
+        ("1.0000000000000002", True),
+        ("[0.99999999 1.0]", False),
+        ("3.1415926535", False),
+        ("pi = 3.141592653589793", False),
     ],
 )
 def test_round_off_pattern(text, noisy):
