@@ -6,7 +6,7 @@ __version__ = "0.0.1"
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
 from transformer_course.attention import scaled_dot_product_attention, softmax
 from transformer_course.embeddings import tokenize
-from transformer_course.environment import get_device
+from transformer_course.getting_started import draw_architecture, get_device
 from transformer_course.masking import causal_mask, padding_mask
 from transformer_course.multi_head_attention import MultiHeadAttention
 from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
@@ -31,6 +31,7 @@ __all__ = [
     "TransformerConfig",
     "causal_mask",
     "count_parameters",
+    "draw_architecture",
     "get_device",
     "padding_mask",
     "positional_encoding",
