@@ -29,6 +29,7 @@ def test_toc_lists_every_chapter_and_only_existing_files():
     chapters = sorted(
         p.relative_to(ROOT).with_suffix("").as_posix()
         for p in ROOT.glob("book/*.ipynb")
+        if not p.name.startswith("_")  # _package_docstring.ipynb: not a chapter
     )
     assert [name for name in listed if name in chapters] == chapters, (
         "every notebook in book/ must be listed in _toc.yml, in order"
@@ -253,10 +254,57 @@ def test_code_is_ruff_clean():
 def test_package_has_the_public_names():
     import transformer_course
 
-    for name in ["get_device"]:
+    for name in ["get_device", *transformer_course.__all__]:
         assert hasattr(transformer_course, name), name
     assert (
         Path(transformer_course.__file__).parent == ROOT / "transformer_course"
+    )
+
+
+def test_package_docstring_lists_the_public_names_by_chapter():
+    """help(transformer_course) starts with one line per chapter naming its names."""
+    import transformer_course
+
+    lines = re.findall(
+        r"^- chapter (\d+), [^:]+: (.+)$",
+        transformer_course.__doc__,
+        re.MULTILINE,
+    )
+    chapters = [int(number) for number, _ in lines]
+    listed = [name.strip() for _, names in lines for name in names.split(",")]
+    how = "edit book/_package_docstring.ipynb, then run nbdev-export"
+    assert chapters == sorted(set(chapters)), (
+        f"one line per chapter, in order: {how}"
+    )
+    assert sorted(listed) == sorted(transformer_course.__all__), (
+        f"the docstring lists {sorted(set(listed) - set(transformer_course.__all__))}"
+        f" not in __all__ and misses "
+        f"{sorted(set(transformer_course.__all__) - set(listed))}: {how}"
+    )
+
+
+def test_import_writes_nothing_to_stderr_and_loads_no_benchmark_code():
+    """Importing the package is silent and light (issue 11, item 2).
+
+    nbval compares stderr, so a warning at import time (a CUDA build of torch warns
+    from torch.utils.benchmark on a machine without a GPU) fails every chapter there.
+    """
+    code = (
+        "import sys, transformer_course, transformer_course.exercises\n"
+        "print(sorted(m for m in sys.modules if m.startswith('torch.utils.bench')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", f"import wrote to stderr:\n{result.stderr}"
+    assert result.stdout.strip() == "[]", (
+        f"import transformer_course loads {result.stdout.strip()}: "
+        "benchmark code must not be imported by the package's import"
     )
 
 
@@ -280,3 +328,41 @@ if __name__ == "__main__":
     for name in sys.argv[2:]:
         fix_setup_cell(Path(name))
         print(f"{name}: set-up cell rewritten")
+
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README's "Two commands" block."""
+    section = README.split("## Two commands", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [
+        line
+        for line in block.splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
+def test_ci_runs_exactly_the_readme_commands():
+    commands = readme_commands()
+    assert len(commands) == 2, commands
+    assert commands[0].startswith(
+        "python3 -m venv .venv && . .venv/bin/activate"
+    )
+    assert commands[1].startswith(". .venv/bin/activate && ")
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    found = [line for line in ci_lines if line in commands]
+    assert found == commands, (
+        ".ci/run must run the README's two commands verbatim"
+    )
+
+
+def test_readme_marks_unwritten_chapters_as_planned():
+    section = README.split("## Chapters", 1)[1].split("\n## ", 1)[0]
+    entries = re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", section, re.M | re.S)
+    assert entries, "the README lists the chapters"
+    written = {int(path.name[:2]) for path in toc_notebooks()}
+    for number, entry in entries:
+        if int(number) not in written:
+            assert "(planned)" in entry, f"chapter {number} is not written yet"

@@ -1,4 +1,22 @@
-"""The code of the Transformer book, exported from its chapters."""
+"""The code of the Transformer book, exported from its chapters.
+
+Public names by chapter; import them from the package itself, for example
+`from transformer_course import MultiHeadAttention`:
+
+- chapter 0, Getting started: get_device, draw_architecture
+- chapter 1, From words to vectors: tokenize
+- chapter 2, Positional encoding: positional_encoding, PositionalEncoding
+- chapter 3, Attention in NumPy: softmax, scaled_dot_product_attention
+- chapter 4, Masking: causal_mask, padding_mask
+- chapter 5, Multi-head attention: MultiHeadAttention
+- chapter 6, The Transformer: TransformerConfig, Transformer, EncoderLayer, DecoderLayer, FeedForward, Residual, count_parameters
+
+Exercise checkers: `transformer_course.exercises`, one `check_*` function per
+exercise (`help(transformer_course.exercises)` explains them).
+
+Each chapter's module (`transformer_course.attention`, ...) is exported from its
+notebook by nbdev; this docstring is written by `nbdev-export` from
+`book/_package_docstring.ipynb`, so edit it there."""
 
 __version__ = "0.0.1"
 
