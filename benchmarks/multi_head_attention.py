@@ -17,7 +17,7 @@ import argparse
 
 import torch
 
-from transformer_course.benchmarking import (
+from transformer_course.multi_head_attention import (
     benchmark_attention,
     format_benchmark,
 )

@@ -343,30 +343,59 @@ def test_is_causal_is_keyword_only(mha):
         mha(x, x, x, None, True)
 
 
+def saved_weight_tensors(run, B, h, T) -> int:
+    """How many distinct (B, h, T, T) float tensors autograd keeps for backward.
+
+    Counted by storage, so a view that matmul folds to (B * h, T, T) is the
+    same tensor as the softmax output it was made from.
+    """
+    storages = set()
+
+    def pack(tensor):
+        if (
+            tensor.is_floating_point()
+            and tensor.numel() == B * h * T * T
+            and tensor.shape[-2:] == (T, T)
+        ):
+            storages.add(tensor.untyped_storage().data_ptr())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        run()
+    return len(storages)
+
+
 def test_explicit_path_saves_one_weight_tensor_for_backward():
-    """The (B, h, T_q, T_k) weights are kept once, with or without a mask."""
+    """The (B, h, T_q, T_k) weights are kept once, with or without a mask;
+    the fused path keeps none."""
     torch.manual_seed(0)
     mha = MultiHeadAttention(24, 4)
-    x = torch.randn(2, 6, 24, requires_grad=True)
-    mask = torch.ones(2, 6, 6, dtype=torch.bool)
+    x = torch.randn(2, 7, 24, requires_grad=True)
+    mask = torch.ones(2, 7, 7, dtype=torch.bool)
     mask[0, 1] = False  # one fully masked query
     for kwargs in ({}, {"mask": mask}, {"is_causal": True}):
-        storages = set()
+        explicit = saved_weight_tensors(
+            lambda kwargs=kwargs: mha(x, x, x, return_weights=True, **kwargs),
+            2,
+            4,
+            7,
+        )
+        fused = saved_weight_tensors(
+            lambda kwargs=kwargs: mha(x, x, x, **kwargs), 2, 4, 7
+        )
+        assert (explicit, fused) == (1, 0), kwargs
 
-        def pack(tensor, storages=storages):
-            if (
-                tensor.dim() == 4
-                and tensor.shape[-2:] == (6, 6)
-                and tensor.is_floating_point()
-            ):
-                storages.add(tensor.untyped_storage().data_ptr())
-            return tensor
 
-        with torch.autograd.graph.saved_tensors_hooks(
-            pack, lambda tensor: tensor
-        ):
-            out, weights = mha(x, x, x, return_weights=True, **kwargs)
-        assert len(storages) == 1, kwargs
+def test_the_weight_count_sees_a_masked_fill_after_the_softmax():
+    """The counter itself: zeroing the weights before `@ v` keeps a second copy."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 4, 7, 6, requires_grad=True).unbind(0)
+
+    def zeroed_before_matmul():
+        weights = (q @ k.transpose(-2, -1)).softmax(-1)
+        return weights.masked_fill(torch.zeros(7, 1, dtype=torch.bool), 0.0) @ v
+
+    assert saved_weight_tensors(zeroed_before_matmul, 2, 4, 7) == 2
 
 
 def test_importing_the_package_does_not_load_the_benchmark_code():
@@ -376,11 +405,10 @@ def test_importing_the_package_does_not_load_the_benchmark_code():
 
     code = (
         "import sys, transformer_course; "
-        "print('torch.utils.benchmark' in sys.modules, "
-        "'transformer_course.benchmarking' in sys.modules)"
+        "print('torch.utils.benchmark' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == ["False", "False"]
+    assert result.stdout.split() == ["False"]
     assert result.stderr == ""

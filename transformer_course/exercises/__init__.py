@@ -42,7 +42,9 @@ from transformer_course.exercises.ch04 import (
 )
 from transformer_course.exercises.ch05 import (
     check_causal_self_attention,
+    check_einsum_attention,
     check_merge_heads,
+    check_parameter_count,
     check_split_heads,
 )
 
@@ -66,4 +68,6 @@ __all__ = [
     "check_split_heads",
     "check_merge_heads",
     "check_causal_self_attention",
+    "check_einsum_attention",
+    "check_parameter_count",
 ]
