@@ -202,6 +202,11 @@ def _nan_for_empty(values, mask):
     return total / mask.sum(axis=1, keepdims=True)
 
 
+def _counts_without_keepdims(values, mask):
+    total = (values * mask[:, :, None]).sum(axis=1)
+    return total / np.maximum(mask.sum(axis=1), 1)
+
+
 def _zeroes_in_place(values, mask):
     values[~mask] = 0.0
     counts = np.maximum(mask.sum(axis=1, keepdims=True), 1)
@@ -225,6 +230,7 @@ def _zeroes_in_place(values, mask):
         (_nan_for_empty, "gave NaN (0 / 0)"),
         (_no_feature_axis, "give it a feature axis"),
         (lambda v, m: v[m].mean(axis=0), "mixes the sequences"),
+        (_counts_without_keepdims, "the counts have shape (B,)"),
         (_zeroes_in_place, "changed its input in place"),
     ],
     ids=[
@@ -235,6 +241,7 @@ def _zeroes_in_place(values, mask):
         "nan-for-empty",
         "mask-broadcast-wrong",
         "boolean-index-flattens",
+        "counts-without-keepdims",
         "in-place",
     ],
 )

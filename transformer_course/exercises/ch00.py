@@ -214,6 +214,18 @@ def check_masked_mean(
                         "np.maximum(counts, 1) avoids the division by zero.",
                     ),
                 ]
+                for count in (np.maximum(counts[:, 0], 1), counts[:, 0]):
+                    if values.shape[0] != values.shape[2]:
+                        break  # (B, d) / (B,) raises when B != d
+                    mistakes.append(
+                        (
+                            total / count,
+                            "the counts have shape (B,), and NumPy lines them "
+                            "up with the last axis (d) of the (B, d) sums, so "
+                            "column j was divided by sequence j's count. Keep "
+                            "the axis: mask.sum(axis=1, keepdims=True).",
+                        )
+                    )
                 if values.shape[0] == values.shape[1] == values.shape[2]:
                     wrong_total = (values * mask).sum(axis=1)
                     for count in (np.maximum(counts, 1), counts):
