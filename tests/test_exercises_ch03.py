@@ -1,11 +1,20 @@
-"""Chapter 3's exercise checkers accept the reference and reject the known wrong answers."""
+"""Chapter 3's exercise checkers accept the reference (float64 and float32) and
+reject the wrong answers learners really give, with the hint they need."""
 
 import numpy as np
 import pytest
-from exercise_helpers import assert_accepts, assert_every_checker_accepted, assert_rejected
+from exercise_helpers import (
+    assert_accepts,
+    assert_every_checker_accepted,
+    assert_random_state_untouched,
+    assert_rejected,
+)
+from scipy.special import softmax as scipy_softmax
 
+from transformer_course import softmax
 from transformer_course.exercises import ch03
 from transformer_course.exercises.ch03 import (
+    check_additive_attention,
     check_attention,
     check_multi_head,
     check_softmax,
@@ -17,25 +26,81 @@ def _sm(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+# ---------------------------------------------------------------- exercise 3.1
+
+
+def no_keepdims(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
         (lambda x, axis=-1: _sm(x, axis=None), "whole matrix"),
         (lambda x, axis=-1: _sm(x, axis=0), "each column sums to 1"),
-        (lambda x, axis=-1: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "overflows"),
-        (lambda x, axis=-1: _sm(x), None),  # ignores the axis argument
-        (lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(), None),
+        (no_keepdims, "keepdims=True"),
+        (
+            lambda x, axis=-1: (
+                np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True)
+            ),
+            "overflows",
+        ),
+        (lambda x, axis=-1: _sm(x), "normalised the last axis"),
+        (
+            lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+            "whole matrix",
+        ),
+        (lambda x, axis=-1: None, "forget `return`"),
     ],
-    ids=["no-axis", "axis-0", "naive-overflow", "ignores-axis", "global-max-and-sum"],
+    ids=[
+        "no-axis",
+        "axis-0",
+        "no-keepdims",
+        "naive-overflow",
+        "ignores-axis",
+        "global-max-and-sum",
+        "no-return",
+    ],
 )
 def test_softmax_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_softmax, wrong_answer, hint)
 
 
-def _att(q, k, v, scale=None, axis=-1, k_plain=False, transpose=False):
-    scores = q @ k if k_plain else q @ k.T
+# ---------------------------------------------------------------- exercise 3.2
+
+
+def _att(q, k, v, scale=None, axis=-1, transpose=False):
+    scores = q @ k.T
     scores = scores.T if transpose else scores
-    return _sm(scores / (np.sqrt(q.shape[-1]) if scale is None else scale), axis=axis) @ v
+    d_k = q.shape[-1]
+    return (
+        _sm(scores / (np.sqrt(d_k) if scale is None else scale), axis=axis) @ v
+    )
+
+
+def uses_library_softmax(q, k, v):
+    return softmax(q @ k.T / np.sqrt(k.shape[-1])) @ v
+
+
+def uses_scipy(q, k, v):
+    return scipy_softmax(q @ k.T / np.sqrt(k.shape[-1]), axis=-1) @ v
+
+
+def imports_inside(q, k, v):
+    from transformer_course import scaled_dot_product_attention
+
+    return scaled_dot_product_attention(q, k, v)[0]
+
+
+def naive(q, k, v):
+    e = np.exp(q @ k.T / np.sqrt(k.shape[-1]))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def att_no_keepdims(q, k, v):
+    e = np.exp(q @ k.T / np.sqrt(k.shape[-1]))
+    return (e / e.sum(axis=-1)) @ v
 
 
 @pytest.mark.parametrize(
@@ -44,44 +109,203 @@ def _att(q, k, v, scale=None, axis=-1, k_plain=False, transpose=False):
         (lambda q, k, v: _att(q, k, v, scale=1.0), "not scaled"),
         (lambda q, k, v: _att(q, k, v, scale=q.shape[-1]), "not by d_k."),
         (lambda q, k, v: _att(q, k, v, scale=q.shape[-1] ** 2), "d_k ** 2"),
+        (
+            lambda q, k, v: _att(q, k, v, scale=np.sqrt(v.shape[-1])),
+            "sqrt(d_v)",
+        ),
         (lambda q, k, v: _att(q, k, v, axis=0), "wrong axis"),
-        (lambda q, k, v: _att(q, k, v, k_plain=True), "K is not transposed"),
-        (lambda q, k, v: _att(q, k, v, transpose=True), "scores are transposed"),
-        (lambda q, k, v: _sm(q @ k.T / np.sqrt(q.shape[-1])), None),  # forgets v
+        (
+            lambda q, k, v: _att(q, k, v, transpose=True),
+            "scores are transposed",
+        ),
+        (
+            lambda q, k, v: _sm(q @ k.T / np.sqrt(q.shape[-1])),
+            "multiply them by v",
+        ),
+        (att_no_keepdims, "keepdims=True"),
+        (naive, "subtract each row's maximum"),
+        (uses_library_softmax, "NumPy alone"),
+        (uses_scipy, "from scipy"),
+        (imports_inside, "NumPy alone"),
+        (lambda q, k, v: (_att(q, k, v), None), "(output, weights)"),
+        (lambda q, k, v: q @ k, "raised ValueError"),
     ],
-    ids=["no-scale", "d_k", "d_k-squared", "axis-0", "k-not-transposed", "k-q-order", "no-v"],
+    ids=[
+        "no-scale",
+        "d_k",
+        "d_k-squared",
+        "sqrt-d_v",
+        "axis-0",
+        "k-q-order",
+        "no-v",
+        "no-keepdims",
+        "overflow",
+        "library-softmax",
+        "scipy",
+        "import-inside",
+        "tuple",
+        "k-not-transposed",
+    ],
 )
 def test_attention_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_attention, wrong_answer, hint)
 
 
-def _multi_head(X, W_Q, W_K, W_V, W_O, scale=True, reverse=False, project=True):
-    heads = [
-        _att(X @ wq, X @ wk, X @ wv, scale=None if scale else 1.0)
-        for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
-    ]
-    Z = np.concatenate(heads[::-1] if reverse else heads, axis=-1)
-    return Z @ W_O if project else Z
+# ---------------------------------------------------------------- exercise 3.3
+
+
+def _additive(q, k, v, W_q, W_k, w, tanh=True, axis=-1, scale=1.0):
+    summed = (q @ W_q)[:, None] + (k @ W_k)[None]
+    scores = (np.tanh(summed) if tanh else summed) @ w
+    return _sm(scores / scale, axis=axis) @ v
+
+
+def tanh_last(q, k, v, W_q, W_k, w):
+    scores = np.tanh(((q @ W_q)[:, None] + (k @ W_k)[None]) @ w)
+    return _sm(scores) @ v
+
+
+def keys_first(q, k, v, W_q, W_k, w):
+    """Broadcasts keys along the first axis and forgets to transpose back."""
+    scores = np.tanh((q @ W_q)[None] + (k @ W_k)[:, None]) @ w  # (T_k, T_q)
+    return _sm(scores) @ v
 
 
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
-        (lambda *a: _multi_head(*a, project=False), "W_O is missing"),
-        (lambda *a: _multi_head(*a, reverse=True), "reverse order"),
-        (lambda *a: _multi_head(*a, scale=False), "sqrt(d_k)"),
-        (lambda X, W_Q, W_K, W_V, W_O: _multi_head(X, W_Q, W_K, W_V, W_O.T), None),
+        (lambda *a: _additive(*a, tanh=False), "tanh is missing"),
+        (tanh_last, "tanh is applied after w"),
+        (lambda *a: _additive(*a, axis=0), "wrong axis"),
+        (
+            lambda *a: _additive(*a, scale=np.sqrt(a[1].shape[-1])),
+            "no 1/sqrt(d_k)",
+        ),
+        (lambda *a: _additive(*a, scale=np.sqrt(len(a[5]))), "no 1/sqrt(d)"),
+        (keys_first, "(T_k, T_q)"),
+        (
+            lambda q, k, v, *_: _att(q, k, v),
+            None,
+        ),  # dot-product attention instead
     ],
-    ids=["no-output-projection", "reversed-heads", "unscaled", "W_O-transposed"],
+    ids=[
+        "no-tanh",
+        "tanh-last",
+        "axis-0",
+        "scaled-d_k",
+        "scaled-d_a",
+        "keys-first",
+        "dot",
+    ],
+)
+def test_additive_attention_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_additive_attention, wrong_answer, hint)
+
+
+# ---------------------------------------------------------------- exercise 3.4
+
+
+def _heads(X, W_Q, W_K, W_V, scale=True):
+    return np.stack(
+        [
+            _att(X @ wq, X @ wk, X @ wv, scale=None if scale else 1.0)
+            for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
+        ]
+    )
+
+
+def _multi_head(X, W_Q, W_K, W_V, W_O):
+    heads = _heads(X, W_Q, W_K, W_V)
+    return heads.transpose(1, 0, 2).reshape(len(X), -1) @ W_O
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (
+            lambda X, *w: np.concatenate(list(_heads(X, *w[:3])), axis=-1),
+            "W_O is missing",
+        ),
+        (
+            lambda X, *w: _heads(X, *w[:3]).reshape(len(X), -1) @ w[3],
+            "heads.reshape(T, -1)",
+        ),
+        (
+            lambda X, *w: (
+                np.concatenate(list(_heads(X, *w[:3])[::-1]), -1) @ w[3]
+            ),
+            "reverse order",
+        ),
+        (
+            lambda X, *w: (
+                np.concatenate(list(_heads(X, *w[:3], scale=False)), -1) @ w[3]
+            ),
+            "sqrt(d_k)",
+        ),
+        (
+            lambda X, W_Q, W_K, W_V, W_O: _multi_head(X, W_Q, W_K, W_V, W_O.T),
+            "transposed",
+        ),
+    ],
+    ids=[
+        "no-output-projection",
+        "reshape-heads",
+        "reversed-heads",
+        "unscaled",
+        "W_O-transposed",
+    ],
 )
 def test_multi_head_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_multi_head, wrong_answer, hint)
 
 
+# ---------------------------------------------------------------- every checker
+
+
+def my_attention(q, k, v):
+    scores = q @ k.T / np.sqrt(k.shape[-1])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
+def my_additive_attention(q, k, v, W_q, W_k, w):
+    return _additive(q, k, v, W_q, W_k, w)
+
+
 ACCEPTED = [
     (check_softmax, _sm),
-    (check_attention, _att),
+    (check_attention, my_attention),
+    (check_additive_attention, my_additive_attention),
     (check_multi_head, _multi_head),
+]
+
+
+def _float32(function):
+    def answer(*args):
+        args = [
+            a.astype(np.float32) if isinstance(a, np.ndarray) else a
+            for a in args
+        ]
+        return function(*args)
+
+    return answer
+
+
+def float32_attention(q, k, v):
+    return my_attention(*(a.astype(np.float32) for a in (q, k, v)))
+
+
+def float32_additive_attention(q, k, v, W_q, W_k, w):
+    return my_additive_attention(
+        *(a.astype(np.float32) for a in (q, k, v, W_q, W_k, w))
+    )
+
+
+FLOAT32 = [
+    (check_softmax, _float32(_sm)),
+    (check_attention, float32_attention),
+    (check_additive_attention, float32_additive_attention),
+    (check_multi_head, _float32(_multi_head)),
 ]
 
 
@@ -90,7 +314,38 @@ def test_every_checker_is_tested():
 
 
 @pytest.mark.parametrize(
-    ("check", "reference"), ACCEPTED, ids=lambda value: getattr(value, "__name__", "")
+    ("check", "reference"),
+    ACCEPTED + FLOAT32,
+    ids=lambda value: getattr(value, "__name__", ""),
 )
-def test_checker_accepts_reference(check, reference, capsys):
+def test_checker_accepts_reference_and_float32(check, reference, capsys):
     assert_accepts(check, reference, capsys)
+
+
+@pytest.mark.parametrize(("check", "reference"), ACCEPTED)
+def test_checker_leaves_random_state_alone(check, reference):
+    assert_random_state_untouched(check, reference)
+
+
+@pytest.mark.parametrize(("check", "_"), ACCEPTED)
+def test_stub_is_told_not_done_yet_by_its_own_name(check, _, capsys):
+    def my_answer(*args):
+        raise NotImplementedError
+
+    check(my_answer)
+    assert capsys.readouterr().out.startswith(
+        "Not done yet: my_answer still raises"
+    )
+
+
+def test_own_softmax_helper_is_allowed(capsys):
+    """A learner's own helper (from exercise 3.1) is NumPy: accepted."""
+
+    def my_softmax(x, axis=-1):
+        return _sm(x, axis)
+
+    def my_attention_with_helper(q, k, v):
+        return my_softmax(q @ k.T / np.sqrt(k.shape[-1])) @ v
+
+    check_attention(my_attention_with_helper)
+    assert capsys.readouterr().out.startswith("Correct: attention")

@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['softmax', 'scaled_dot_product_attention']
 
-# %% ../book/03_attention_numpy.ipynb #fa7d2838
+# %% ../book/03_attention_numpy.ipynb #e5738cde
 import numpy as np
 
 
@@ -50,10 +50,13 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     zeros = np.zeros_like(exponentials)
     return np.divide(exponentials, totals, out=zeros, where=totals != 0)
 
-# %% ../book/03_attention_numpy.ipynb #1bf1438b
+# %% ../book/03_attention_numpy.ipynb #c922603f
 def _check_attention_inputs(q, k, v, mask):
     """q, k, v as float arrays and mask as a boolean array, or a clear error."""
-    q, k, v = (_as_real_array(a, name) for a, name in zip((q, k, v), "qkv"))
+    q, k, v = (
+        _as_real_array(a, name)
+        for a, name in zip((q, k, v), "qkv", strict=True)
+    )
     for name, array in [("q", q), ("k", k), ("v", v)]:
         if array.ndim < 2:
             raise ValueError(
@@ -100,14 +103,14 @@ def _check_attention_inputs(q, k, v, mask):
             "mask[:, None] for the head axis"
         )
     expected = scores_shape[-mask.ndim :]
-    if any(m not in (1, s) for m, s in zip(mask.shape, expected)):
+    if any(m not in (1, s) for m, s in zip(mask.shape, expected, strict=True)):
         raise ValueError(
             f"mask of shape {mask.shape} does not broadcast to the scores' "
             f"shape {scores_shape}, (..., T_q, T_k)"
         )
     return q, k, v, mask
 
-# %% ../book/03_attention_numpy.ipynb #baf99bc6
+# %% ../book/03_attention_numpy.ipynb #6602b422
 def scaled_dot_product_attention(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -3,12 +3,12 @@
 # %% auto #0
 __all__ = ['padding_mask', 'causal_mask']
 
-# %% ../book/04_masking.ipynb #438dd214
+# %% ../book/04_masking.ipynb #0cc3fc60
 import numpy as np
 
 
 def padding_mask(tokens: np.ndarray, pad_id: int) -> np.ndarray:
-    """Boolean (B, 1, T_k) mask: True where the key is a real token, not padding.
+    """Boolean (B, 1, T_k) mask: True where the key is a real token, not a pad.
 
     The size-1 query axis broadcasts to (B, T_q, T_k). For scores with a head
     axis, (B, h, T_q, T_k), add that axis explicitly: `mask[:, None]`.

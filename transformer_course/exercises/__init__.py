@@ -31,6 +31,7 @@ from transformer_course.exercises.ch02 import (
     check_rotate_pair,
 )
 from transformer_course.exercises.ch03 import (
+    check_additive_attention,
     check_attention,
     check_multi_head,
     check_softmax,
@@ -38,7 +39,9 @@ from transformer_course.exercises.ch03 import (
 from transformer_course.exercises.ch04 import (
     check_additive_mask,
     check_causal_mask,
-    check_padding_mask,
+    check_decoder_mask,
+    check_future_leaks,
+    check_sliding_window_mask,
 )
 from transformer_course.exercises.ch05 import (
     check_causal_self_attention,
@@ -61,10 +64,13 @@ __all__ = [
     "check_rotate_pair",
     "check_softmax",
     "check_attention",
+    "check_additive_attention",
     "check_multi_head",
     "check_causal_mask",
     "check_additive_mask",
-    "check_padding_mask",
+    "check_sliding_window_mask",
+    "check_decoder_mask",
+    "check_future_leaks",
     "check_split_heads",
     "check_merge_heads",
     "check_causal_self_attention",

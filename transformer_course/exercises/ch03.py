@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 
 import numpy as np
 
 from transformer_course.exercises._core import (
-    ExerciseError,
     _call,
-    _describe,
     _expect_close,
+    _fail,
+    _rng,
     _verdict,
 )
 
 __all__ = [
     "check_softmax",
     "check_attention",
+    "check_additive_attention",
     "check_multi_head",
 ]
 
@@ -26,121 +28,425 @@ def _softmax(x: np.ndarray, axis=-1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _without_keepdims(x: np.ndarray, stable: bool = True) -> np.ndarray:
+    """e / e.sum(axis=-1) on a square matrix: element [i, j] / sum of row j."""
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True)) if stable else np.exp(x)
+    return e / e.sum(axis=-1)
+
+
+KEEPDIMS_HINT = (
+    "the row sums have shape (n,), and NumPy broadcasts such an array along "
+    "the last axis, so element [i, j] was divided by the sum of row j. Keep "
+    "the summed axis: e.sum(axis=-1, keepdims=True)."
+)
+
+
 def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
     """Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs."""
     name = "softmax"
     matrix = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.0, -2.0, 5.0]])
     cube = np.arange(24, dtype=float).reshape(2, 3, 4) / 5
+    big = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1000.5]])
 
     def run_cases() -> None:
         got = _call(softmax, name, matrix.copy())
         mistakes = [
             (
                 _softmax(matrix, axis=None),
-                "you normalised the whole matrix (softmax without an axis): each row must sum to 1.",
+                "you normalised the whole matrix (softmax without an axis): "
+                "each row must sum to 1.",
             ),
             (
                 _softmax(matrix, axis=0),
                 "each column sums to 1: normalise along the last axis (the keys).",
             ),
+            (_without_keepdims(matrix), KEEPDIMS_HINT),
+            (_without_keepdims(matrix, stable=False), KEEPDIMS_HINT),
         ]
         _expect_close(name, [matrix], got, _softmax(matrix), mistakes)
         for axis in (0, 1):
             got = _call(softmax, name, cube.copy(), axis)
-            _expect_close(f"{name} with axis={axis}", [cube], got, _softmax(cube, axis=axis))
-        big = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1000.5]])
+            mistakes = [
+                (
+                    _softmax(cube, axis=-1),
+                    f"with axis={axis} your function normalised the last axis: "
+                    "use the `axis` argument in max and sum.",
+                ),
+            ]
+            _expect_close(
+                name,
+                [cube, f"axis={axis}"],
+                got,
+                _softmax(cube, axis),
+                mistakes,
+            )
         with np.errstate(all="ignore"):
             got = _call(softmax, name, big.copy())
-        if got is not None and not np.isfinite(np.asarray(got, dtype=float)).all():
-            raise ExerciseError(
-                f"{name} on input {_describe(big)}\nreturned {_describe(np.asarray(got, dtype=float))}\n"
-                "Hint: exp(1000) overflows to inf (and exp(-1000) underflows to 0). Subtract "
-                "the largest entry of each slice before exponentiating; softmax does not change."
-            )
+        hint = (
+            "exp(1000) overflows to inf (and exp(-1000) underflows to 0). "
+            "Subtract the largest entry of each slice before exponentiating; "
+            "softmax does not change."
+        )
+        _expect_finite(name, [big], got, hint)
         _expect_close(name, [big], got, _softmax(big))
 
     _verdict(name, "is stable and normalises along the given axis.", run_cases)
 
 
-def _attention(q, k, v, scale=None, axis=-1, transpose_scores=False, k_untransposed=False):
-    d_k = q.shape[-1]
-    scores = q @ k if k_untransposed else q @ k.T
+# ------------------------------------------------------------- NumPy only
+
+# the chapter's own functions (defined in the notebook itself), and the
+# libraries that provide a softmax or attention
+_FORBIDDEN_NAMES = {
+    "softmax": "a softmax from a library or from the chapter",
+    "scaled_dot_product_attention": "the library's attention",
+    "attention": "the chapter's attention",
+}
+_FORBIDDEN_MODULES = {
+    "transformer_course",
+    "scipy",
+    "torch",
+    "jax",
+    "tensorflow",
+}
+
+
+def _names_used(code: types.CodeType) -> set[str]:
+    """Global and attribute names a function's code refers to, nested code included."""
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names_used(constant)
+    return names
+
+
+def _library_of(value) -> str | None:
+    """The module a function or module comes from, if it is a forbidden one."""
+    if isinstance(value, types.ModuleType):
+        module = value.__name__
+    else:
+        module = getattr(value, "__module__", None) or ""
+    return module if module.split(".")[0] in _FORBIDDEN_MODULES else None
+
+
+def _forbidden_use(fn: Callable) -> str | None:
+    """How `fn` uses a library softmax or attention, if it does."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    names = _names_used(code)
+    for name in sorted(names & _FORBIDDEN_NAMES.keys()):
+        return f"`{name}` ({_FORBIDDEN_NAMES[name]})"
+    for name in sorted(names & _FORBIDDEN_MODULES):  # a local import
+        return f"`{name}`"
+    found = {name: getattr(fn, "__globals__", {}).get(name) for name in names}
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            found[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    for name, value in sorted(found.items()):
+        library = _library_of(value)
+        if library is not None:
+            return f"`{name}` (from {library})"
+    return None
+
+
+def _expect_finite(name: str, inputs, got, hint: str) -> None:
+    """Fail with `hint` if the answer holds inf or NaN (an overflowing exp)."""
+    try:
+        values = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return  # not numbers at all: _expect_close says so
+    if not np.isfinite(values).all():
+        _fail(name, "returned inf or NaN for large inputs.", inputs, hint)
+
+
+def _expect_numpy_only(name: str, fn: Callable, task: str, inputs) -> None:
+    """Fail if `fn` calls a library softmax or attention instead of NumPy."""
+    use = _forbidden_use(fn)
+    if use is not None:
+        _fail(
+            name,
+            f"uses {use}: this exercise asks you to write {task} with NumPy "
+            "alone (np.exp, .max, .sum, @).",
+            inputs,
+            "a softmax is two lines: e = np.exp(s - s.max(axis=-1, "
+            "keepdims=True)); e / e.sum(axis=-1, keepdims=True).",
+        )
+
+
+# ------------------------------------------------------------- attention
+
+
+def _attention(q, k, v, scale=None, axis=-1, transpose_scores=False):
+    scores = q @ k.T
     if transpose_scores:
         scores = scores.T
-    scores = scores / (np.sqrt(d_k) if scale is None else scale)
+    scores = scores / (np.sqrt(q.shape[-1]) if scale is None else scale)
     return _softmax(scores, axis=axis) @ v
 
 
-def check_attention(attention: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> None:
-    """Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs."""
-    name = "attention"
-    rng = np.random.default_rng(3)
-    cases = [
-        (rng.normal(size=(4, 4)) * 2, rng.normal(size=(4, 4)) * 2, rng.normal(size=(4, 3))),
-        (rng.normal(size=(3, 8)), rng.normal(size=(5, 8)), rng.normal(size=(5, 2))),
+def _attention_cases():
+    rng = _rng(3)
+    return [
+        # square first: the shape-preserving mistakes show their hint there
+        (
+            rng.normal(size=(4, 6)) * 2,
+            rng.normal(size=(4, 6)),
+            rng.normal(size=(4, 2)),
+        ),
+        # cross-attention: T_q != T_k and d_v != d_k
+        (
+            rng.normal(size=(3, 4)),
+            rng.normal(size=(5, 4)),
+            rng.normal(size=(5, 9)),
+        ),
+        # large scores: a softmax without the max subtracted overflows
+        (
+            rng.normal(size=(2, 4)) * 40,
+            rng.normal(size=(3, 4)) * 40,
+            rng.normal(size=(3, 2)),
+        ),
     ]
 
+
+def check_attention(
+    attention: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> None:
+    """Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs,
+    T_q != T_k and d_v != d_k allowed, written with NumPy only."""
+    name = "attention"
+
     def run_cases() -> None:
-        for q, k, v in cases:
-            got = _call(attention, name, q.copy(), k.copy(), v.copy())
-            d_k = q.shape[-1]
+        for number, (q, k, v) in enumerate(_attention_cases()):
+            with np.errstate(all="ignore"):
+                got = _call(attention, name, q.copy(), k.copy(), v.copy())
+            if number == 0:
+                _expect_numpy_only(name, attention, "attention", [q, k, v])
+            d_k, d_v = q.shape[-1], v.shape[-1]
+            scores = q @ k.T / np.sqrt(d_k)
+            weights = _softmax(scores)
             mistakes = [
                 (
                     _attention(q, k, v, scale=1.0),
                     "the scores are not scaled: divide q k^T by sqrt(d_k).",
                 ),
-                (_attention(q, k, v, scale=d_k), "divide by sqrt(d_k), not by d_k."),
-                (_attention(q, k, v, scale=d_k**2), "divide by sqrt(d_k), not by d_k ** 2."),
+                (
+                    _attention(q, k, v, scale=d_k),
+                    "divide by sqrt(d_k), not by d_k.",
+                ),
+                (
+                    _attention(q, k, v, scale=d_k**2),
+                    "divide by sqrt(d_k), not by d_k ** 2.",
+                ),
                 (
                     _attention(q, k, v, axis=0),
-                    "softmax over the wrong axis: each query's row of weights (over the keys) "
-                    "must sum to 1, so use axis=-1.",
+                    "softmax over the wrong axis: each query's row of weights "
+                    "(over the keys) must sum to 1, so use axis=-1.",
                 ),
+                (weights, "you returned the weights: multiply them by v."),
             ]
+            if d_v != d_k:
+                mistakes.insert(
+                    0,
+                    (
+                        _attention(q, k, v, scale=np.sqrt(d_v)),
+                        "you divided by sqrt(d_v): the scale is the square root "
+                        "of d_k, the width of the queries and keys (q.shape[-1]).",
+                    ),
+                )
             if q.shape[0] == k.shape[0]:
                 mistakes += [
                     (
-                        _attention(q, k, v, k_untransposed=True),
-                        "K is not transposed: the scores are q @ k.T, one row per query, one column per key.",
-                    ),
-                    (
                         _attention(q, k, v, transpose_scores=True),
-                        "the scores are transposed (k @ q.T): rows must be queries, columns keys.",
+                        "the scores are transposed (k @ q.T): rows must be "
+                        "queries, columns keys.",
                     ),
+                    (_without_keepdims(scores) @ v, KEEPDIMS_HINT),
+                    (_without_keepdims(scores, False) @ v, KEEPDIMS_HINT),
                 ]
-            shown = [q, k, v]
-            _expect_close(name, shown, got, _attention(q, k, v), mistakes)
+            if number == 2:
+                _expect_finite(
+                    name,
+                    [q, k, v],
+                    got,
+                    "exp of large scores overflows: subtract each row's maximum "
+                    "before exponentiating; softmax does not change.",
+                )
+            _expect_close(name, [q, k, v], got, _attention(q, k, v), mistakes)
 
-    _verdict(name, "computes softmax(q k^T / sqrt(d_k)) v.", run_cases)
+    _verdict(
+        name,
+        "computes softmax(q k^T / sqrt(d_k)) v with NumPy alone.",
+        run_cases,
+    )
+
+
+# ------------------------------------------------------------- additive
+
+
+def _additive(
+    q,
+    k,
+    v,
+    W_q,
+    W_k,
+    w,
+    *,
+    tanh=True,
+    axis=-1,
+    scale=1.0,
+    swap=False,
+    tanh_last=False,
+):
+    if swap:  # keys on the first axis: (T_k, T_q) scores, never transposed
+        summed = (q @ W_q)[None, :, :] + (k @ W_k)[:, None, :]
+    else:
+        summed = (q @ W_q)[:, None, :] + (k @ W_k)[None, :, :]
+    if tanh_last:
+        scores = np.tanh(summed @ w)
+    else:
+        scores = (np.tanh(summed) if tanh else summed) @ w
+    scores = scores / scale
+    return _softmax(scores, axis=axis) @ v
+
+
+def check_additive_attention(
+    additive_attention: Callable[..., np.ndarray],
+) -> None:
+    """Check `additive_attention(q, k, v, W_q, W_k, w)`: softmax over the keys of
+    w . tanh(q_i W_q + k_j W_k), times v."""
+    name = "additive_attention"
+    rng = _rng(5)
+    cases = []
+    for t_q, t_k, d_q, d_k, d_a, d_v in [
+        (4, 4, 3, 3, 5, 2),
+        (3, 5, 4, 6, 3, 2),
+    ]:
+        cases.append(
+            (
+                rng.normal(size=(t_q, d_q)),
+                rng.normal(size=(t_k, d_k)),
+                rng.normal(size=(t_k, d_v)),
+                rng.normal(size=(d_q, d_a)),
+                rng.normal(size=(d_k, d_a)),
+                rng.normal(size=d_a) * 2,
+            )
+        )
+
+    def run_cases() -> None:
+        for number, case in enumerate(cases):
+            got = _call(additive_attention, name, *(a.copy() for a in case))
+            q, k, v, W_q, W_k, w = case
+            if number == 0:
+                _expect_numpy_only(
+                    name, additive_attention, "additive attention", list(case)
+                )
+            d_a = len(w)
+            mistakes = [
+                (
+                    _additive(*case, tanh=False),
+                    "tanh is missing: s_ij = w . tanh(q_i W_q + k_j W_k).",
+                ),
+                (
+                    _additive(*case, tanh_last=True),
+                    "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, then take the dot product with w.",
+                ),
+                (
+                    _additive(*case, axis=0),
+                    "softmax over the wrong axis: each query's weights over the keys must sum to 1 (axis=-1).",
+                ),
+                (
+                    _additive(*case, scale=np.sqrt(d_a)),
+                    "additive attention has no 1/sqrt(d) scale: w and the tanh bound the scores already.",
+                ),
+                (
+                    _additive(*case, scale=np.sqrt(k.shape[-1])),
+                    "additive attention has no 1/sqrt(d_k) scale: w and the tanh bound the scores already.",
+                ),
+            ]
+            if q.shape[0] == k.shape[0]:
+                mistakes.append(
+                    (
+                        _additive(*case, swap=True),
+                        "the scores came out (T_k, T_q): put the queries on the first axis, "
+                        "(q @ W_q)[:, None, :] + (k @ W_k)[None, :, :].",
+                    )
+                )
+            _expect_close(name, list(case), got, _additive(*case), mistakes)
+
+    _verdict(name, "scores each key with w . tanh(q W_q + k W_k).", run_cases)
+
+
+# ------------------------------------------------------------- multi-head
 
 
 def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
     """Check `multi_head(X, W_Q, W_K, W_V, W_O)` with stacked (h, d_model, d_k) weights."""
     name = "multi_head"
-    rng = np.random.default_rng(4)
-    h, d_model, length = 2, 6, 4
-    d_k = d_model // h
-    X = rng.normal(size=(length, d_model))
-    W_Q, W_K, W_V = rng.normal(size=(3, h, d_model, d_k))
-    W_O = rng.normal(size=(d_model, d_model))
-
-    def heads(scale=None):
-        return [_attention(X @ W_Q[i], X @ W_K[i], X @ W_V[i], scale=scale) for i in range(h)]
+    rng = _rng(4)
+    cases = []
+    for h, d_model, length in [(2, 6, 4), (3, 6, 5)]:
+        d_k = d_model // h
+        X = rng.normal(size=(length, d_model))
+        W_Q, W_K, W_V = rng.normal(size=(3, h, d_model, d_k))
+        W_O = rng.normal(size=(d_model, d_model))
+        cases.append((X, W_Q, W_K, W_V, W_O))
 
     def run_cases() -> None:
-        got = _call(multi_head, name, X.copy(), W_Q.copy(), W_K.copy(), W_V.copy(), W_O.copy())
-        mistakes = [
-            (np.concatenate(heads(), axis=-1), "the output projection W_O is missing (step 8)."),
-            (
-                np.concatenate(heads()[::-1], axis=-1) @ W_O,
-                "the heads are concatenated in reverse order.",
-            ),
-            (
-                np.concatenate(heads(scale=1.0), axis=-1) @ W_O,
-                "the scores are not divided by sqrt(d_k).",
-            ),
-        ]
-        shown = [X, "W_Q, W_K, W_V of shape (2, 6, 3)", "W_O of shape (6, 6)"]
-        _expect_close(name, shown, got, np.concatenate(heads(), axis=-1) @ W_O, mistakes)
+        for X, W_Q, W_K, W_V, W_O in cases:
+            got = _call(
+                multi_head,
+                name,
+                X.copy(),
+                W_Q.copy(),
+                W_K.copy(),
+                W_V.copy(),
+                W_O.copy(),
+            )
+
+            def heads(scale=None, X=X, W_Q=W_Q, W_K=W_K, W_V=W_V):
+                return np.stack(
+                    [
+                        _attention(X @ wq, X @ wk, X @ wv, scale=scale)
+                        for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
+                    ]
+                )
+
+            right = heads()  # (h, T, d_k)
+            mistakes = [
+                (
+                    np.concatenate(list(right), axis=-1),
+                    "the output projection W_O is missing (step 8).",
+                ),
+                (
+                    right.reshape(len(X), -1) @ W_O,
+                    "heads.reshape(T, -1) on the (h, T, d_k) array mixes tokens: its "
+                    "row 0 holds head 1's first tokens. Move the head axis first, "
+                    "heads.transpose(1, 0, 2).reshape(T, -1), or concatenate the heads "
+                    "along the last axis.",
+                ),
+                (
+                    np.concatenate(list(right[::-1]), axis=-1) @ W_O,
+                    "the heads are concatenated in reverse order.",
+                ),
+                (
+                    np.concatenate(list(heads(scale=1.0)), axis=-1) @ W_O,
+                    "the scores are not divided by sqrt(d_k).",
+                ),
+                (
+                    np.concatenate(list(right), axis=-1) @ W_O.T,
+                    "W_O is transposed: the concatenated heads (T, d_model) times W_O.",
+                ),
+            ]
+            shown = [X, W_Q, W_K, W_V, W_O]
+            _expect_close(
+                name,
+                shown,
+                got,
+                np.concatenate(list(right), axis=-1) @ W_O,
+                mistakes,
+            )
 
     _verdict(name, "computes multi-head attention.", run_cases)
