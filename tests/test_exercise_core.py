@@ -6,7 +6,9 @@ the checker's frames, tolerances that accept float32 answers, and the learner's
 random state left alone.
 """
 
+import importlib
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -213,3 +215,38 @@ def test_checker_leaves_the_random_state_alone():
         return [(0, 1), (1, 2), (2, 3)]
 
     assert_random_state_untouched(check_pairs, reseeds)
+
+
+def _every_accepted_answer():
+    """(checker, reference) of every chapter, from tests/test_exercises_chNN.py."""
+    pairs = []
+    for path in sorted(Path(__file__).parent.glob("test_exercises_ch*.py")):
+        module = importlib.import_module(path.stem)
+        pairs += list(getattr(module, "ACCEPTED", []))
+    return pairs
+
+
+EVERY_ACCEPTED = _every_accepted_answer()
+
+
+@pytest.mark.parametrize(
+    ("check", "reference"),
+    EVERY_ACCEPTED,
+    ids=[c.__name__ for c, _ in EVERY_ACCEPTED],
+)
+def test_every_checker_leaves_the_random_state_alone(check, reference):
+    assert_random_state_untouched(check, reference)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [c for c, _ in EVERY_ACCEPTED],
+    ids=[c.__name__ for c, _ in EVERY_ACCEPTED],
+)
+def test_every_checker_names_the_learners_stub(check, capsys):
+    def my_answer(*args, **kwargs):
+        raise NotImplementedError
+
+    check(my_answer)
+    out = capsys.readouterr().out
+    assert out.startswith("Not done yet: my_answer still raises"), out
