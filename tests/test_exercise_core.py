@@ -18,8 +18,10 @@ from exercise_helpers import assert_random_state_untouched, assert_short_message
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises._core import (
     _call,
+    _describe,
     _expect_close,
     _expect_equal,
+    _Label,
     _tolerance,
     _verdict,
 )
@@ -250,3 +252,14 @@ def test_every_checker_names_the_learners_stub(check, capsys):
     check(my_answer)
     out = capsys.readouterr().out
     assert out.startswith("Not done yet: my_answer still raises"), out
+
+
+def test_inputs_are_described_briefly():
+    assert _describe(_Label("x of shape (2, 5, 16)")) == "x of shape (2, 5, 16)"
+    assert _describe(torch.zeros(2, 5, 16)) == (
+        "tensor of shape (2, 5, 16), torch.float32"
+    )
+    assert _describe(torch.nn.Linear(2, 3)) == "a Linear module"
+    assert _describe(np.zeros((16, 16))) == "array of shape (16, 16)"
+    assert _describe(np.eye(2)).splitlines()[1:] == ["[[1., 0.],", " [0., 1.]]"]
+    assert len(_describe(list(range(100)))) < 80

@@ -114,6 +114,11 @@ def _shape_text(shape) -> str:
     )
 
 
+class _Label(str):
+    """An input described in words, shown in messages without quotes:
+    `_Label("x of shape (2, 5, 16)")` for an input too big to print."""
+
+
 def _describe(value, max_lines: int = 4) -> str:
     """A short, readable rendering of an input or output for a message.
 
@@ -121,6 +126,8 @@ def _describe(value, max_lines: int = 4) -> str:
     by shape and dtype; tensors and modules by shape or class name, never by
     their full repr.
     """
+    if isinstance(value, _Label):
+        return str(value)
     if _is_tensor(value):
         return f"tensor of shape {_shape_text(value.shape)}, {value.dtype}"
     if isinstance(value, np.ndarray):
