@@ -108,10 +108,10 @@ def check_logsumexp(logsumexp: Callable[[np.ndarray], np.ndarray]) -> None:
                     ),
                     (
                         overall + np.log(np.exp(x - overall).sum(axis=1)),
-                        "you subtracted the maximum of the whole matrix: a row "
-                        "far below it underflows to exp(-800) = 0 and "
-                        "log(0) = -inf. Use each row's own maximum, "
-                        "x.max(axis=1, keepdims=True).",
+                        "you subtracted the maximum of the whole matrix: in a row "
+                        "far below it every term underflows (exp(-800) is 0.0 "
+                        "in float64) and log(0) = -inf. Use each row's own "
+                        "maximum, x.max(axis=1, keepdims=True).",
                     ),
                     (
                         (mean := x.mean(axis=1, keepdims=True))[:, 0]
