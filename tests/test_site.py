@@ -9,7 +9,8 @@ code boxes are tightest) and 800 px (a tablet). A page fails when
   itself scrolls sideways;
 - an image does not load;
 - a figure has no caption, or a cell shows an image that is not a numbered figure
-  (give the cell `mystnb.figure` metadata with a caption and a name);
+  (give the cell `mystnb.figure` metadata with a caption and a name), or a PNG
+  figure is not drawn at twice the resolution it is shown at ("retina");
 - a chapter page has no "open in Colab" launch button for its own notebook.
 
 A failure names the page, the code cell (counted from 0 among the notebook's code
@@ -170,6 +171,12 @@ async () => {
   for (const img of article.querySelectorAll("div.cell_output img")) {
     if (!img.closest("figure")) {
       problems.push(where(img) + ": an image that is not a captioned figure");
+    }
+    // A PNG drawn at 2x ("retina") keeps 10-pt labels sharp; at 1x they blur.
+    const png = (img.getAttribute("src") || "").endsWith(".png");
+    if (png && img.clientWidth > 0 && img.naturalWidth < 1.5 * img.clientWidth) {
+      problems.push(where(img) + ": a figure drawn at screen resolution; use "
+                    + '%config InlineBackend.figure_format = "retina"');
     }
   }
   return problems;
