@@ -266,13 +266,13 @@ def test_package_docstring_lists_the_public_names_by_chapter():
     import transformer_course
 
     lines = re.findall(
-        r"^- chapter (\d+), [^:]+: (.+)$",
+        r"^- chapter (\d+), .+: (.+)$",
         transformer_course.__doc__,
         re.MULTILINE,
     )
     chapters = [int(number) for number, _ in lines]
     listed = [name.strip() for _, names in lines for name in names.split(",")]
-    how = "edit book/_package_docstring.ipynb, then run nbdev-export"
+    how = "run python tests/test_book.py --fix-package-docstring, then nbdev-export"
     assert chapters == sorted(set(chapters)), (
         f"one line per chapter, in order: {how}"
     )
@@ -318,18 +318,6 @@ def fix_setup_cell(path: Path) -> None:
     nbformat.write(notebook, path)
 
 
-if __name__ == "__main__":
-    # python tests/test_book.py --fix-setup-cell book/NN_name.ipynb [...]
-    if sys.argv[1:2] != ["--fix-setup-cell"] or len(sys.argv) < 3:
-        sys.exit(
-            __doc__
-            + "\nusage: python tests/test_book.py --fix-setup-cell NOTEBOOK..."
-        )
-    for name in sys.argv[2:]:
-        fix_setup_cell(Path(name))
-        print(f"{name}: set-up cell rewritten")
-
-
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -366,3 +354,84 @@ def test_readme_marks_unwritten_chapters_as_planned():
     for number, entry in entries:
         if int(number) not in written:
             assert "(planned)" in entry, f"chapter {number} is not written yet"
+
+
+PACKAGE_DOC = ROOT / "book" / "_package_docstring.ipynb"
+
+
+def package_docstring_lines() -> list[str]:
+    """One line per chapter naming its public names, from `__all__` and the chapters.
+
+    A name belongs to the chapter whose `#| default_exp` module defines it.
+    """
+    import importlib
+
+    import transformer_course
+
+    chapters = {}  # module name -> (number, title)
+    for path in sorted(ROOT.glob("book/[0-9][0-9]_*.ipynb")):
+        cells = load_notebook(path)["cells"]
+        text = "\n".join(source(cell) for cell in cells)
+        module = re.search(r"^#\| default_exp (\S+)", text, re.MULTILINE)
+        title = re.search(r"^# (.+)$", text, re.MULTILINE)
+        if module and title:
+            chapters[module.group(1)] = (
+                int(path.name[:2]),
+                title.group(1).strip(),
+            )
+    names: dict[int, list[str]] = {}
+    titles = {}
+    for name in transformer_course.__all__:
+        module_name = getattr(transformer_course, name).__module__.split(".")[
+            -1
+        ]
+        number, title = chapters[module_name]
+        module = importlib.import_module(f"transformer_course.{module_name}")
+        order = list(getattr(module, "__all__", []))
+        names.setdefault(number, []).append(name)
+        names[number].sort(
+            key=lambda n: order.index(n) if n in order else len(order)
+        )
+        titles[number] = title
+    return [
+        f"- chapter {n}, {titles[n]}: {', '.join(names[n])}"
+        for n in sorted(names)
+    ]
+
+
+def fix_package_docstring() -> None:
+    """Rewrite the chapter lines of book/_package_docstring.ipynb from `__all__`."""
+    import nbformat
+
+    notebook = nbformat.read(PACKAGE_DOC, as_version=4)
+    cell = next(c for c in notebook.cells if c.source.startswith("#| export"))
+    lines = cell.source.splitlines()
+    chapter_lines = [
+        i for i, line in enumerate(lines) if line.startswith("- chapter ")
+    ]
+    first, last = chapter_lines[0], chapter_lines[-1]
+    lines[first : last + 1] = package_docstring_lines()
+    cell.source = "\n".join(lines)
+    nbformat.write(notebook, PACKAGE_DOC)
+
+
+USAGE = """usage:
+  python tests/test_book.py --fix-setup-cell NOTEBOOK...
+      rewrite each notebook's first code cell as the Colab set-up cell
+  python tests/test_book.py --fix-package-docstring
+      rewrite the chapter lines of book/_package_docstring.ipynb from __all__;
+      then run nbdev-export to write them into transformer_course/__init__.py"""
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--fix-setup-cell"] and len(sys.argv) > 2:
+        for name in sys.argv[2:]:
+            fix_setup_cell(Path(name))
+            print(f"{name}: set-up cell rewritten")
+    elif sys.argv[1:] == ["--fix-package-docstring"]:
+        fix_package_docstring()
+        print(
+            f"{PACKAGE_DOC.relative_to(ROOT)} rewritten; now run nbdev-export"
+        )
+    else:
+        sys.exit(USAGE)
