@@ -1,14 +1,16 @@
 """Forward + backward time of the book's Transformer against nn.Transformer.
 
-    python benchmarks/transformer.py [--threads 2] [--rounds 5] [--output FILE]
+    python benchmarks/transformer.py [--threads 2] [--rounds 5]
+        [--devices cpu cuda] [--output FILE]
 
 Both models have the same configuration (B=32, T=64, d_model=256, h=8, N=3,
 d_ff=1024, vocabulary 8,000, dropout 0) and the same weights: nn.Transformer
 gets the book's embedding, positional encoding and tied output projection around
 it, so the two compute the same function. One step is a forward pass, the
 cross-entropy loss and a backward pass. Times come from one run, alternating the
-two models, and are reported as ratios to nn.Transformer measured in the same
-run (these machines are noisy); a ratio below 1 means faster than PyTorch.
+two models in rounds; the ratio is the median over rounds of our time divided
+by nn.Transformer's time measured right before or after it (these machines are
+noisy); a ratio below 1 means faster than PyTorch.
 Runs on the CPU, and on the GPU too when PyTorch finds one.
 """
 
@@ -70,8 +72,11 @@ def batch(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)
 
 
-def measure(device: str, rounds: int, min_run_time: float) -> dict[str, float]:
-    """Median seconds of one training step (forward, loss, backward) per model."""
+def measure(
+    device: str, rounds: int, min_run_time: float
+) -> dict[str, list[float]]:
+    """Seconds of one training step (forward, loss, backward), per model and
+    round."""
     torch.manual_seed(0)
     ours = Transformer(CONFIG).to(device).train()
     theirs = TorchTransformer(ours).to(device).train()
@@ -92,21 +97,43 @@ def measure(device: str, rounds: int, min_run_time: float) -> dict[str, float]:
         "nn.Transformer": lambda: step(theirs),
     }
     times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds):  # alternate: a slow moment hits both
-        for name, run in steps.items():
-            timer = benchmark.Timer(stmt="run()", globals={"run": run})
+    for round_ in range(rounds):  # alternate, in both orders: a slow moment
+        names = list(steps)[:: 1 if round_ % 2 == 0 else -1]  # hits both
+        for name in names:
+            timer = benchmark.Timer(stmt="run()", globals={"run": steps[name]})
             measurement = timer.blocked_autorange(min_run_time=min_run_time)
             times[name].append(measurement.median)
-    return {name: sorted(v)[len(v) // 2] for name, v in times.items()}
+    return times
 
 
-def table(times: dict[str, float], reference: str = "nn.Transformer") -> str:
-    """A Markdown table of milliseconds and ratios to `reference`."""
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    middle = len(values) // 2
+    return (values[middle] + values[~middle]) / 2
+
+
+def table(times: dict[str, list[float]], reference="nn.Transformer") -> str:
+    """Markdown: median milliseconds, and the median over rounds of the ratio
+    to `reference` measured in the same round (back to back)."""
     lines = ["| model | ms per step | ratio |", "|---|---:|---:|"]
     for name, seconds in times.items():
-        ratio = seconds / times[reference]
-        lines.append(f"| {name} | {seconds * 1e3:.1f} | {ratio:.2f} |")
+        ratios = [a / b for a, b in zip(seconds, times[reference], strict=True)]
+        lines.append(
+            f"| {name} | {median(seconds) * 1e3:.1f} | {median(ratios):.2f} |"
+        )
     return "\n".join(lines)
+
+
+def cpu_name() -> str:
+    """The processor's model name where Linux tells it, else its architecture."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{platform.machine()} CPU"
 
 
 def main() -> None:
@@ -114,27 +141,32 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--min-run-time", type=float, default=2.0)
-    parser.add_argument("--cpu-only", action="store_true")
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cpu", "cuda"],
+        help="default: the CPU, and the GPU when PyTorch finds one",
+    )
     parser.add_argument("--output", help="also write the report to this file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    devices = ["cpu"]
-    if torch.cuda.is_available() and not args.cpu_only:
-        devices.append("cuda")
+    devices = args.devices or ["cpu"] + (
+        ["cuda"] if torch.cuda.is_available() else []
+    )
     report = [
         f"# Transformer vs nn.Transformer, {datetime.date.today()}",
         "",
         f"B={B}, T={T}, d_model={CONFIG.d_model}, h={CONFIG.n_heads}, "
-        f"N={CONFIG.n_layers}, d_ff={CONFIG.d_ff}, "
-        f"vocabulary {CONFIG.vocab_size:,}, dropout 0; one step = forward, "
-        f"cross-entropy, backward; float32; torch {torch.__version__}.",
+        f"N={CONFIG.n_layers}, d_ff={CONFIG.d_ff},",
+        f"vocabulary {CONFIG.vocab_size:,}, dropout 0, float32;",
+        "one step = forward, cross-entropy, backward;",
+        f"torch {torch.__version__}.",
     ]
     for device in devices:
         if device == "cuda":
             name = torch.cuda.get_device_name()
         else:
-            name = f"{platform.processor() or platform.machine()} CPU, "
-            name += f"{torch.get_num_threads()} threads"
+            name = f"{cpu_name()}, {torch.get_num_threads()} threads"
         times = measure(device, args.rounds, args.min_run_time)
         report += ["", f"## {name}", "", table(times)]
     text = "\n".join(report) + "\n"

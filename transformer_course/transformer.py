@@ -4,7 +4,7 @@
 __all__ = ['TransformerConfig', 'FeedForward', 'Residual', 'EncoderLayer', 'DecoderLayer', 'Transformer', 'count_parameters',
            'to_torch_transformer']
 
-# %% ../book/06_transformer.ipynb #07b734ea
+# %% ../book/06_transformer.ipynb #f8c124e9
 import math
 from dataclasses import dataclass
 
@@ -17,7 +17,7 @@ from .positional_encoding import PositionalEncoding
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Hyper-parameters of the model; the defaults are the paper's base model."""
+    """Hyper-parameters of the model; the defaults: the paper's base model."""
 
     vocab_size: int  # one vocabulary shared by source and target
     d_model: int = 512  # width of every token's vector
@@ -52,7 +52,7 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
-# %% ../book/06_transformer.ipynb #ea388c17
+# %% ../book/06_transformer.ipynb #bd7bed18
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same for every position."""
 
@@ -65,9 +65,9 @@ class FeedForward(nn.Module):
         # (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
         return self.linear2(torch.relu(self.linear1(x)))
 
-# %% ../book/06_transformer.ipynb #aad00be8
+# %% ../book/06_transformer.ipynb #4015de9d
 class Residual(nn.Module):
-    """A residual sub-layer: LayerNorm(x + Dropout(Sublayer(x))), the paper's."""
+    """A residual sub-layer, LayerNorm(x + Dropout(Sublayer(x)))."""
 
     def __init__(
         self, d_model: int, dropout: float = 0.0, norm_first: bool = False
@@ -84,9 +84,9 @@ class Residual(nn.Module):
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))  # post-LN, the paper
 
-# %% ../book/06_transformer.ipynb #6ce0bc0b
+# %% ../book/06_transformer.ipynb #4668b3e1
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each a residual sub-layer."""
+    """Self-attention, then the feed-forward network; each a residual."""
 
     def __init__(
         self,
@@ -107,7 +107,7 @@ class EncoderLayer(nn.Module):
         x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask))
         return self.residual2(x, self.feed_forward)
 
-# %% ../book/06_transformer.ipynb #cb4024e3
+# %% ../book/06_transformer.ipynb #82a2395e
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the memory, feed-forward."""
 
@@ -134,7 +134,7 @@ class DecoderLayer(nn.Module):
         memory_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """(B, T_tgt, d_model), memory (B, T_src, d_model) -> (B, T_tgt, d_model).
+        """(B, T_tgt, d_model) and memory (B, T_src, d_model) -> like x.
 
         memory_mask: the source's padding mask, e.g. (B, 1, T_src).
         tgt_mask: None = causal (PyTorch's fast path), else used as given.
@@ -152,7 +152,7 @@ class DecoderLayer(nn.Module):
         )
         return self.residual3(x, self.feed_forward)
 
-# %% ../book/06_transformer.ipynb #2b2cee9e
+# %% ../book/06_transformer.ipynb #a36b1483
 def _check_tokens(name: str, tokens, config: TransformerConfig) -> None:
     """Token ids must be a (B, T) integer tensor inside the vocabulary."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
@@ -168,18 +168,17 @@ def _check_tokens(name: str, tokens, config: TransformerConfig) -> None:
             f"max_len={config.max_len}"
         )
     # caught here: on a GPU an id outside the table is a device-side assert
-    if tokens.numel() and (
-        tokens.min() < 0 or tokens.max() >= config.vocab_size
-    ):
+    outside = (tokens < 0) | (tokens >= config.vocab_size)
+    if outside.any():  # one synchronisation with the GPU
         raise ValueError(
             f"{name} holds token ids outside the vocabulary [0, "
             f"{config.vocab_size}): min {int(tokens.min())}, "
             f"max {int(tokens.max())}"
         )
 
-# %% ../book/06_transformer.ipynb #0e392818
+# %% ../book/06_transformer.ipynb #4fe699cb
 class Transformer(nn.Module):
-    """The encoder-decoder Transformer of the paper, embeddings tied three ways."""
+    """The paper's encoder-decoder Transformer, embeddings tied three ways."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -195,7 +194,7 @@ class Transformer(nn.Module):
         self.decoder_layers = nn.ModuleList(
             [DecoderLayer(*layer_args) for _ in range(c.n_layers)]
         )
-        # pre-LN leaves each stack's output unnormalised: one LayerNorm at the end
+        # pre-LN leaves each stack's output unnormalised: a LayerNorm at the end
         final = (
             (lambda: nn.LayerNorm(c.d_model)) if c.norm_first else nn.Identity
         )
@@ -213,12 +212,12 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p)
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        """(B, T) ids -> (B, T, d_model): scaled embedding + position, dropout."""
+        """(B, T) ids -> (B, T, d_model): scaled embedding + PE, dropout."""
         scale = math.sqrt(self.config.d_model)
         return self.positional_encoding(self.embedding(tokens) * scale)
 
     def encode(self, src: torch.Tensor):
-        """(B, T_src) ids -> memory (B, T_src, d_model), src_mask (B, 1, T_src)."""
+        """(B, T_src) ids -> memory (B, T_src, d_model), mask (B, 1, T_src)."""
         _check_tokens("src", src, self.config)
         src_mask = (src != self.config.pad_id)[:, None, :]  # True = real key
         x = self.embed(src)
@@ -227,7 +226,7 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), src_mask
 
     def decode(self, tgt, memory, src_mask) -> torch.Tensor:
-        """(B, T_tgt) ids, encode()'s outputs -> logits (B, T_tgt, vocab_size)."""
+        """(B, T_tgt) ids and encode()'s outputs -> (B, T_tgt, vocab_size)."""
         _check_tokens("tgt", tgt, self.config)
         if memory.size(0) != tgt.size(0):
             raise ValueError(
@@ -249,12 +248,12 @@ class Transformer(nn.Module):
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
 
-# %% ../book/06_transformer.ipynb #9867d0ba
+# %% ../book/06_transformer.ipynb #402a3017
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters; a tensor shared by several modules counts once."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
-# %% ../book/06_transformer.ipynb #d61e097a
+# %% ../book/06_transformer.ipynb #81014490
 import warnings
 
 

@@ -50,6 +50,12 @@ from transformer_course.exercises.ch05 import (
     check_parameter_count,
     check_split_heads,
 )
+from transformer_course.exercises.ch06 import (
+    check_decoder_layer_forward,
+    check_decoder_layer_parameters,
+    check_pre_ln_sublayer,
+    check_teacher_forcing,
+)
 
 __all__ = [
     "ExerciseError",
@@ -76,4 +82,8 @@ __all__ = [
     "check_causal_self_attention",
     "check_einsum_attention",
     "check_parameter_count",
+    "check_decoder_layer_parameters",
+    "check_pre_ln_sublayer",
+    "check_decoder_layer_forward",
+    "check_teacher_forcing",
 ]
