@@ -213,8 +213,19 @@ def benchmark_attention(
     rounds: int = 3,
     min_run_time: float = 0.5,
     explicit: bool = True,
+    cpu_time: bool = False,
 ) -> dict[str, float]:
-    """Median seconds of one causal forward + backward pass, per implementation."""
+    """Seconds of one causal forward + backward pass, per implementation.
+
+    The implementations take turns, `rounds` times, so that a slow moment of
+    the machine hits all of them; each keeps its fastest block of calls, the
+    estimate least disturbed by other work on a shared machine. With
+    `cpu_time=True` (CPU only), the process's CPU time is measured instead of
+    the wall clock: other work on the machine does not inflate it, but it
+    counts every thread, so it is meant for one thread.
+    """
+    import time
+
     from torch.utils import benchmark  # not at import: it may warn on stderr
 
     torch.manual_seed(0)
@@ -247,13 +258,17 @@ def benchmark_attention(
             .sum()
             .backward()
         )
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds):  # alternate: a slow moment of the machine hits all
+    times = {name: float("inf") for name in steps}
+    for _ in range(rounds):
         for name, step in steps.items():
-            timer = benchmark.Timer(stmt="step()", globals={"step": step})
-            measurement = timer.blocked_autorange(min_run_time=min_run_time)
-            times[name].append(measurement.median)
-    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+            timer = benchmark.Timer(
+                stmt="step()",
+                globals={"step": step},
+                **({"timer": time.process_time} if cpu_time else {}),
+            )
+            blocks = timer.blocked_autorange(min_run_time=min_run_time).times
+            times[name] = min(times[name], *blocks)
+    return times
 
 
 def format_benchmark(
