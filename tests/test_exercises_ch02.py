@@ -86,6 +86,13 @@ def torch_float32(seq_len, d_model):
         (lambda t, d: _pe(t, d).T, "rows are positions"),
         (lambda t, d: np.sin(_pe(t, d)), None),
         (lambda t, d: None, "forget `return`"),
+        (
+            lambda t, d: _pe(t, d, exponents=np.arange(0, d, 2) / 512),
+            "divides by 512",
+        ),
+        (lambda t, d: _pe(t, d).tolist(), "not an array"),
+        (lambda t, d: _pe(t, d - 2), None),
+        (lambda t, d: _pe(t, d).astype(int), None),
     ],
     ids=[
         "notes-doubled-exponent",
@@ -97,6 +104,10 @@ def torch_float32(seq_len, d_model):
         "transposed",
         "nonsense",
         "no-return",
+        "512-hard-coded-in-exponent",
+        "list",
+        "d_model-off-by-two",
+        "int-dtype",
     ],
 )
 def test_positional_encoding_rejects_known_mistakes(wrong_answer, hint):
@@ -162,6 +173,21 @@ def exact_rotation_with_base_10000(encoding, k):
     return matrix
 
 
+def exact_rotation_with_base_100(encoding, k):
+    """The rotation with the checker's base: right for the sin/cos tables,
+    but the sines-only table needs a least-squares fit."""
+    d_model = encoding.shape[1]
+    matrix = np.zeros((d_model, d_model))
+    for pair in range(d_model // 2):
+        angle = k / 100 ** (2 * pair / d_model)
+        c, s = np.cos(angle), np.sin(angle)
+        matrix[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2] = [
+            [c, s],
+            [-s, c],
+        ]
+    return matrix
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -170,8 +196,10 @@ def exact_rotation_with_base_10000(encoding, k):
         (lambda e, k: fit_by_lstsq(e, k + 1), "shifts by"),
         (lambda e, k: fit_by_lstsq(e, k - 1) if k > 1 else None, None),
         (exact_rotation_with_base_10000, None),
+        (exact_rotation_with_base_100, "sines only"),
         (lambda e, k: np.eye(e.shape[1]), None),
         (fit_and_overwrite, "changed its input"),
+        (lambda e, k: fit_by_lstsq(e, k).tolist(), "not an array"),
     ],
     ids=[
         "lstsq-solution-not-transposed",
@@ -179,8 +207,10 @@ def exact_rotation_with_base_10000(encoding, k):
         "shift-k-plus-1",
         "shift-k-minus-1",
         "formula-not-fit",
+        "formula-right-for-sin-cos-only",
         "identity",
         "overwrites-input",
+        "list",
     ],
 )
 def test_fit_shift_matrix_rejects_known_mistakes(wrong_answer, hint):
@@ -234,6 +264,10 @@ def rotate_with_complex_numbers(x, pos, theta):
             "complex",
         ),
         (rotate_in_place, "changed its input"),
+        (lambda x, p, t: rotate(x, p, t).tolist(), "not an array"),
+        (lambda x, p, t: tuple(rotate(x, p, t)), "not an array"),
+        (lambda x, p, t: rotate(x, p + 1, t), None),
+        (lambda x, p, t: rotate(x, p, t)[:, None], None),
     ],
     ids=[
         "clockwise",
@@ -242,6 +276,10 @@ def rotate_with_complex_numbers(x, pos, theta):
         "no-mixing",
         "complex-result",
         "in-place",
+        "list",
+        "tuple-of-floats",
+        "position-plus-one",
+        "column-vector",
     ],
 )
 def test_rotate_pair_rejects_known_mistakes(wrong_answer, hint):

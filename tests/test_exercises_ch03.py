@@ -3,6 +3,7 @@ reject the wrong answers learners really give, with the hint they need."""
 
 import numpy as np
 import pytest
+import torch
 from exercise_helpers import (
     assert_accepts,
     assert_every_checker_accepted,
@@ -10,6 +11,7 @@ from exercise_helpers import (
     assert_rejected,
 )
 from scipy.special import softmax as scipy_softmax
+from torch.nn.functional import softmax as normalise
 
 from transformer_course import softmax
 from transformer_course.exercises import ch03
@@ -34,6 +36,26 @@ def no_keepdims(x, axis=-1):
     return e / e.sum(axis=axis)
 
 
+def softmax_in_place(x, axis=-1):
+    """Right values, but the caller's array is overwritten."""
+    x -= x.max(axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=axis, keepdims=True)
+    return x
+
+
+def global_max_row_sum(x, axis=-1):
+    """Subtracts the maximum of the whole array: a low row underflows."""
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def subtract_min(x, axis=-1):
+    """Right for small inputs; overflows when a row spans more than ~709."""
+    e = np.exp(x - x.min(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -46,12 +68,17 @@ def no_keepdims(x, axis=-1):
             ),
             "overflows",
         ),
-        (lambda x, axis=-1: _sm(x), "normalised the last axis"),
+        (lambda x, axis=-1: _sm(x), "normalised axis 2"),
         (
             lambda x, axis=-1: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
             "whole matrix",
         ),
         (lambda x, axis=-1: None, "forget `return`"),
+        (softmax_in_place, "changed its input"),
+        (global_max_row_sum, "maximum of the whole array"),
+        (subtract_min, "not the minimum"),
+        (lambda x, axis=-1: _sm(x, axis=1 if x.ndim > 1 else -1), "axis 1"),
+        (lambda x, axis=-1: _sm(x, axis).tolist(), "not an array"),
     ],
     ids=[
         "no-axis",
@@ -61,6 +88,11 @@ def no_keepdims(x, axis=-1):
         "ignores-axis",
         "global-max-and-sum",
         "no-return",
+        "in-place",
+        "global-max-row-sum",
+        "subtract-min",
+        "axis-hard-coded-1",
+        "list",
     ],
 )
 def test_softmax_rejects_known_mistakes(wrong_answer, hint):
@@ -103,6 +135,29 @@ def att_no_keepdims(q, k, v):
     return (e / e.sum(axis=-1)) @ v
 
 
+def torch_log_softmax(q, k, v):
+    q, k, v = (torch.as_tensor(a) for a in (q, k, v))
+    scores = q @ k.T / k.shape[-1] ** 0.5
+    return torch.log_softmax(scores, dim=-1).exp() @ v
+
+
+def torch_softmax_module(q, k, v):
+    q, k, v = (torch.as_tensor(a) for a in (q, k, v))
+    return torch.nn.Softmax(dim=-1)(q @ k.T / k.shape[-1] ** 0.5) @ v
+
+
+def aliased_torch_softmax(q, k, v):
+    q, k, v = (torch.as_tensor(a) for a in (q, k, v))
+    return normalise(q @ k.T / k.shape[-1] ** 0.5, dim=-1) @ v
+
+
+def attention_in_place(q, k, v):
+    q /= np.sqrt(q.shape[-1])  # writes into the caller's q
+    scores = q @ k.T
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ v
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -124,11 +179,19 @@ def att_no_keepdims(q, k, v):
         ),
         (att_no_keepdims, "keepdims=True"),
         (naive, "subtract each row's maximum"),
-        (uses_library_softmax, "NumPy alone"),
+        (uses_library_softmax, "by hand"),
         (uses_scipy, "from scipy"),
-        (imports_inside, "NumPy alone"),
+        (imports_inside, "by hand"),
         (lambda q, k, v: (_att(q, k, v), None), "(output, weights)"),
         (lambda q, k, v: q @ k, "raised ValueError"),
+        (torch_log_softmax, "log_softmax"),
+        (torch_softmax_module, "ready-made softmax"),
+        (aliased_torch_softmax, "ready-made softmax"),
+        (attention_in_place, "changed its input"),
+        (lambda q, k, v: _att(q, k, v, scale=np.sqrt(len(q))), "tokens"),
+        (lambda q, k, v: _att(q, k, v, scale=np.sqrt(len(k))), "tokens"),
+        (lambda q, k, v: my_attention(q, k, v).tolist(), "not an array"),
+        (lambda q, k, v: my_attention(q, k, v).T, None),
     ],
     ids=[
         "no-scale",
@@ -145,6 +208,14 @@ def att_no_keepdims(q, k, v):
         "import-inside",
         "tuple",
         "k-not-transposed",
+        "torch-log-softmax",
+        "torch-nn-softmax",
+        "aliased-torch-softmax",
+        "q-scaled-in-place",
+        "sqrt-T_q",
+        "sqrt-T_k",
+        "list",
+        "transposed-output",
     ],
 )
 def test_attention_rejects_known_mistakes(wrong_answer, hint):
@@ -171,10 +242,22 @@ def keys_first(q, k, v, W_q, W_k, w):
     return _sm(scores) @ v
 
 
+def tanh_on_query_only(q, k, v, W_q, W_k, w):
+    scores = (np.tanh(q @ W_q)[:, None] + (k @ W_k)[None]) @ w
+    return _sm(scores) @ v
+
+
+def additive_in_place(q, k, v, W_q, W_k, w):
+    w /= 1.0  # harmless, but writes into the caller's w
+    k *= 1.0
+    q[0] = 0.0
+    return _additive(q, k, v, W_q, W_k, w)
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
-        (lambda *a: _additive(*a, tanh=False), "tanh is missing"),
+        (lambda *a: _additive(*a, tanh=False), "tanh must wrap the sum"),
         (tanh_last, "tanh is applied after w"),
         (lambda *a: _additive(*a, axis=0), "wrong axis"),
         (
@@ -187,6 +270,9 @@ def keys_first(q, k, v, W_q, W_k, w):
             lambda q, k, v, *_: _att(q, k, v),
             None,
         ),  # dot-product attention instead
+        (tanh_on_query_only, "cancels in the softmax"),
+        (additive_in_place, "changed its input"),
+        (lambda *a: _additive(*a).tolist(), "not an array"),
     ],
     ids=[
         "no-tanh",
@@ -196,6 +282,9 @@ def keys_first(q, k, v, W_q, W_k, w):
         "scaled-d_a",
         "keys-first",
         "dot",
+        "tanh-on-query-only",
+        "in-place",
+        "list",
     ],
 )
 def test_additive_attention_rejects_known_mistakes(wrong_answer, hint):
@@ -217,6 +306,22 @@ def _heads(X, W_Q, W_K, W_V, scale=True):
 def _multi_head(X, W_Q, W_K, W_V, W_O):
     heads = _heads(X, W_Q, W_K, W_V)
     return heads.transpose(1, 0, 2).reshape(len(X), -1) @ W_O
+
+
+def multi_head_sqrt_d_model(X, W_Q, W_K, W_V, W_O):
+    """Scales by the model's width instead of one head's."""
+    heads = np.stack(
+        [
+            _att(X @ wq, X @ wk, X @ wv, scale=np.sqrt(X.shape[1]))
+            for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
+        ]
+    )
+    return heads.transpose(1, 0, 2).reshape(len(X), -1) @ W_O
+
+
+def multi_head_two_heads_only(X, W_Q, W_K, W_V, W_O):
+    outputs = [_att(X @ W_Q[i], X @ W_K[i], X @ W_V[i]) for i in range(2)]
+    return np.concatenate(outputs, axis=1) @ W_O
 
 
 @pytest.mark.parametrize(
@@ -246,6 +351,9 @@ def _multi_head(X, W_Q, W_K, W_V, W_O):
             lambda X, W_Q, W_K, W_V, W_O: _multi_head(X, W_Q, W_K, W_V, W_O.T),
             "transposed",
         ),
+        (multi_head_sqrt_d_model, "the width of one head"),
+        (multi_head_two_heads_only, "raised"),
+        (lambda *a: _multi_head(*a).tolist(), "not an array"),
     ],
     ids=[
         "no-output-projection",
@@ -253,6 +361,9 @@ def _multi_head(X, W_Q, W_K, W_V, W_O):
         "reversed-heads",
         "unscaled",
         "W_O-transposed",
+        "sqrt-d_model",
+        "two-heads-hard-coded",
+        "list",
     ],
 )
 def test_multi_head_rejects_known_mistakes(wrong_answer, hint):
@@ -301,11 +412,30 @@ def float32_additive_attention(q, k, v, W_q, W_k, w):
     )
 
 
+def torch_float32_attention(q, k, v):
+    """Written by hand in PyTorch float32: exp, max, sum and @ are allowed."""
+    q, k, v = (torch.as_tensor(a, dtype=torch.float32) for a in (q, k, v))
+    scores = q @ k.T / k.shape[-1] ** 0.5
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True) @ v
+
+
+def torch_float32_additive_attention(q, k, v, W_q, W_k, w):
+    q, k, v, W_q, W_k, w = (
+        torch.as_tensor(a, dtype=torch.float32) for a in (q, k, v, W_q, W_k, w)
+    )
+    scores = torch.tanh((q @ W_q)[:, None] + (k @ W_k)[None]) @ w
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True) @ v
+
+
 FLOAT32 = [
     (check_softmax, _float32(_sm)),
     (check_attention, float32_attention),
     (check_additive_attention, float32_additive_attention),
     (check_multi_head, _float32(_multi_head)),
+    (check_attention, torch_float32_attention),
+    (check_additive_attention, torch_float32_additive_attention),
 ]
 
 

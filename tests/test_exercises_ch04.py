@@ -37,6 +37,9 @@ def _ones(n):
         (lambda n: np.tril(np.ones((n, n))), "boolean"),
         (lambda n: np.triu(np.full((n, n), -np.inf), k=1), "boolean"),
         (lambda n: _ones(n), None),
+        (lambda n: np.tril(_ones(n)).tolist(), "not an array"),
+        (lambda n: np.tril(_ones(4)), None),
+        (lambda n: np.tril(_ones(n))[None], None),
     ],
     ids=[
         "upper",
@@ -45,6 +48,9 @@ def _ones(n):
         "float-ones",
         "additive",
         "all-true",
+        "list-of-lists",
+        "size-hard-coded",
+        "extra-axis",
     ],
 )
 def test_causal_mask_rejects_known_mistakes(wrong_answer, hint):
@@ -58,6 +64,18 @@ NOTES_INF = (
 )  # the notes' "inf", negated once more when the mask is built
 
 
+def one_minus_mask_times_inf(mask):
+    """The usual (1 - mask) * -1e9, with -inf: 0 * -inf is NaN."""
+    with np.errstate(invalid="ignore"):
+        return (1 - mask.astype(float)) * -np.inf
+
+
+def additive_mask_overwriting_input(mask):
+    additive = np.where(mask, 0.0, -np.inf)
+    mask[...] = True  # the caller's mask is gone
+    return additive
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -66,6 +84,17 @@ NOTES_INF = (
         (lambda mask: np.where(mask, -np.inf, 0.0), "inverted"),
         (lambda mask: np.where(mask, 0.0, -1e9), "large finite number"),
         (lambda mask: mask.astype(float), "as 0 and 1"),
+        (
+            lambda mask: np.where(mask, 0.0, np.finfo(np.float32).min),
+            "most negative number",
+        ),
+        (
+            lambda mask: np.where(mask, 0.0, np.finfo(float).min),
+            "most negative number",
+        ),
+        (one_minus_mask_times_inf, "0 * -inf is NaN"),
+        (additive_mask_overwriting_input, "changed its input"),
+        (lambda mask: np.where(mask, 0.0, -np.inf).tolist(), "not an array"),
     ],
     ids=[
         "plus-inf",
@@ -73,6 +102,11 @@ NOTES_INF = (
         "inverted",
         "minus-1e9",
         "ones-and-zeros",
+        "float32-min",
+        "float64-min",
+        "one-minus-mask-times-inf",
+        "overwrites-input",
+        "list",
     ],
 )
 def test_additive_mask_rejects_known_mistakes(wrong_answer, hint):
@@ -172,6 +206,19 @@ def _decoder_mask(tokens, pad_id):
         (lambda t, p: _decoder_mask(t, 0), "hard-coded 0"),
         (lambda t, p: _decoder_mask(t, p)[:, 0], "add the head axis"),
         (lambda t, p: _decoder_mask(t, p).astype(float), "boolean"),
+        (
+            lambda t, p: _decoder_mask(t, p) & (t != p)[:, None, :, None],
+            "also blank the rows",
+        ),
+        (
+            lambda t, p: (np.tril(_ones(t.shape[1])) & (t == p)[:, None, :])[
+                :, None
+            ],
+            "tokens != pad_id",
+        ),
+        (lambda t, p: _decoder_mask(t, p)[:, 0][:, :, None], "goes second"),
+        (lambda t, p: _decoder_mask(t, p)[:, 0][None], "goes second"),
+        (lambda t, p: _decoder_mask(t, p).tolist(), "not an array"),
     ],
     ids=[
         "causal-only",
@@ -182,6 +229,11 @@ def _decoder_mask(tokens, pad_id):
         "pad-is-zero",
         "no-head-axis",
         "floats",
+        "pad-queries-and-keys",
+        "pads-marked-true",
+        "head-axis-third",
+        "head-axis-first",
+        "list",
     ],
 )
 def test_decoder_mask_rejects_known_mistakes(wrong_answer, hint):

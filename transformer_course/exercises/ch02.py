@@ -21,6 +21,27 @@ __all__ = [
 ]
 
 
+def _expect_array(name: str, inputs, got) -> None:
+    """Fail if the answer is a list or tuple of numbers instead of an array.
+
+    Chapters 2-4 ask for arrays, and the code after each exercise slices,
+    broadcasts or multiplies the answer (`rotate_pair(q, m, t) @ ...`), which
+    a list does not support. A tuple of arrays is left to `_expect_close`, which
+    names `(output, weights)`.
+    """
+    if not isinstance(got, (list, tuple)):
+        return
+    if isinstance(got, tuple) and got and np.ndim(got[0]) > 0:
+        return  # (output, weights)
+    _fail(
+        name,
+        f"returned a {type(got).__name__}, not an array.",
+        inputs,
+        "wrap the result in np.array(...) (or return a tensor), so that it "
+        "can be sliced, broadcast and multiplied with @ like the library's.",
+    )
+
+
 def _encoding(
     seq_len: int,
     d_model: int,
@@ -115,7 +136,21 @@ def check_positional_encoding(
                     "(seq_len, d_model).",
                 ),
             ]
+            if d_model != 512:
+                mistakes.append(
+                    (
+                        _encoding(
+                            seq_len,
+                            d_model,
+                            exponents=np.arange(0, d_model, 2) / 512,
+                        ),
+                        "the exponent divides by 512, not by d_model: "
+                        "use the d_model argument everywhere (the notes' "
+                        "second bug).",
+                    )
+                )
             expected = _encoding(seq_len, d_model)
+            _expect_array(name, [seq_len, d_model], got)
             _expect_close(name, [seq_len, d_model], got, expected, mistakes)
 
     _verdict(name, "matches the formula of the paper.", run_cases)
@@ -131,6 +166,17 @@ def _table(seq_len: int, d_model: int, base: float, sines_only: bool):
     table[:, 0::2] = np.sin(angles)
     table[:, 1::2] = np.cos(angles)
     return table
+
+
+def _close(got, expected: np.ndarray) -> bool:
+    """True if `got` is an array-like of `expected`'s shape and values."""
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return got.shape == expected.shape and np.allclose(
+        got, expected, rtol=1e-4, atol=1e-4
+    )
 
 
 def _least_squares(table: np.ndarray, k: int) -> np.ndarray:
@@ -174,6 +220,21 @@ def check_fit_shift_matrix(
                             "encoding[k:].",
                         )
                     )
+            _expect_array(name, [table, k], got)
+            if (
+                sines_only
+                and np.shape(got) == expected.shape
+                and not _close(got, expected)
+            ):
+                mistakes.append(
+                    (
+                        got,
+                        "your M shifts the sin/cos tables but not this one, "
+                        "which holds sines only: fit M to the rows of the "
+                        "table you are given, by least squares, rather than "
+                        "building the rotation from the formula.",
+                    )
+                )
             _expect_close(name, [table, k], got, expected, mistakes)
 
     _verdict(
@@ -215,6 +276,7 @@ def check_rotate_pair(
                     "coordinates, e.g. np.array([z.real, z.imag]).",
                     [x, pos, theta],
                 )
+            _expect_array(name, [x, pos, theta], got)
             angle = pos * theta
             mistakes = [
                 (

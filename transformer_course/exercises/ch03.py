@@ -10,10 +10,12 @@ import numpy as np
 from transformer_course.exercises._core import (
     _call,
     _expect_close,
+    _expect_unchanged,
     _fail,
     _rng,
     _verdict,
 )
+from transformer_course.exercises.ch02 import _expect_array
 
 __all__ = [
     "check_softmax",
@@ -41,15 +43,75 @@ KEEPDIMS_HINT = (
 )
 
 
+def _global_max_softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x - x.max()) normalised per row: the maximum of the whole array."""
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max())
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _min_softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x - min) normalised per row: the minimum subtracted, not the max."""
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.min(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _naive_softmax(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        e = np.exp(x)
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _overflow_hint(x: np.ndarray, got) -> str:
+    """The hint for an answer with inf or NaN on large inputs."""
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        got = None
+    variants = [
+        (
+            _global_max_softmax(x),
+            "you subtracted the maximum of the whole array: a row far below "
+            "it underflows to 0 / 0 = NaN. Subtract each row's own maximum, "
+            "x.max(axis=axis, keepdims=True).",
+        ),
+        (
+            _min_softmax(x),
+            "subtract the maximum, not the minimum: exp(x - min) overflows "
+            "as soon as a row spans more than about 709.",
+        ),
+    ]
+    for wrong, hint in variants:
+        if got is not None and got.shape == wrong.shape:
+            if np.allclose(got, wrong, rtol=1e-4, atol=1e-4, equal_nan=True):
+                return hint
+    return (
+        "exp(1000) overflows to inf (and exp(-1000) underflows to 0). "
+        "Subtract the largest entry of each slice before exponentiating; "
+        "softmax does not change."
+    )
+
+
 def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
     """Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs."""
     name = "softmax"
     matrix = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.0, -2.0, 5.0]])
     cube = np.arange(24, dtype=float).reshape(2, 3, 4) / 5
-    big = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1000.5]])
+    # large scores, a row far below the others, and a row that spans 2000
+    big = np.array(
+        [
+            [1000.0, 999.0, 998.0],
+            [-1000.0, -1001.0, -1000.5],
+            [1000.0, -1000.0, 0.0],
+        ]
+    )
 
     def run_cases() -> None:
-        got = _call(softmax, name, matrix.copy())
+        given = matrix.copy()
+        got = _call(softmax, name, given)
+        _expect_unchanged(name, given, matrix)
+        _expect_array(name, [matrix], got)
         mistakes = [
             (
                 _softmax(matrix, axis=None),
@@ -68,10 +130,13 @@ def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
             got = _call(softmax, name, cube.copy(), axis)
             mistakes = [
                 (
-                    _softmax(cube, axis=-1),
-                    f"with axis={axis} your function normalised the last axis: "
-                    "use the `axis` argument in max and sum.",
-                ),
+                    _softmax(cube, axis=other),
+                    f"with axis={axis} your function normalised axis "
+                    f"{other % cube.ndim}: use the `axis` argument in max and "
+                    "sum.",
+                )
+                for other in (-1, 0, 1)
+                if other % cube.ndim != axis
             ]
             _expect_close(
                 name,
@@ -82,33 +147,29 @@ def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
             )
         with np.errstate(all="ignore"):
             got = _call(softmax, name, big.copy())
-        hint = (
-            "exp(1000) overflows to inf (and exp(-1000) underflows to 0). "
-            "Subtract the largest entry of each slice before exponentiating; "
-            "softmax does not change."
-        )
-        _expect_finite(name, [big], got, hint)
+        _expect_finite(name, [big], got, _overflow_hint(big, got))
         _expect_close(name, [big], got, _softmax(big))
 
     _verdict(name, "is stable and normalises along the given axis.", run_cases)
 
 
-# ------------------------------------------------------------- NumPy only
+# ------------------------------------------------------------- by hand
 
-# the chapter's own functions (defined in the notebook itself), and the
-# libraries that provide a softmax or attention
+# ready-made softmax and attention, by name, wherever they come from (the
+# chapter's notebook, this library, scipy, PyTorch: torch.softmax,
+# F.softmax, nn.Softmax, x.log_softmax(...).exp(), ...); exp, max, sum and @
+# are allowed in NumPy or PyTorch alike
 _FORBIDDEN_NAMES = {
-    "softmax": "a softmax from a library or from the chapter",
-    "scaled_dot_product_attention": "the library's attention",
+    "softmax": "a ready-made softmax",
+    "log_softmax": "a ready-made (log-)softmax",
+    "Softmax": "a ready-made softmax",
+    "LogSoftmax": "a ready-made (log-)softmax",
+    "scaled_dot_product_attention": "a ready-made attention",
+    "MultiheadAttention": "a ready-made attention",
     "attention": "the chapter's attention",
 }
-_FORBIDDEN_MODULES = {
-    "transformer_course",
-    "scipy",
-    "torch",
-    "jax",
-    "tensorflow",
-}
+# the libraries whose functions are not the learner's own work
+_FORBIDDEN_MODULES = {"transformer_course", "scipy"}
 
 
 def _names_used(code: types.CodeType) -> set[str]:
@@ -130,7 +191,7 @@ def _library_of(value) -> str | None:
 
 
 def _forbidden_use(fn: Callable) -> str | None:
-    """How `fn` uses a library softmax or attention, if it does."""
+    """How `fn` uses a ready-made softmax or attention, if it does."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
@@ -149,6 +210,8 @@ def _forbidden_use(fn: Callable) -> str | None:
         library = _library_of(value)
         if library is not None:
             return f"`{name}` (from {library})"
+        if getattr(value, "__name__", None) in _FORBIDDEN_NAMES:
+            return f"`{name}` ({_FORBIDDEN_NAMES[value.__name__]})"
     return None
 
 
@@ -162,14 +225,14 @@ def _expect_finite(name: str, inputs, got, hint: str) -> None:
         _fail(name, "returned inf or NaN for large inputs.", inputs, hint)
 
 
-def _expect_numpy_only(name: str, fn: Callable, task: str, inputs) -> None:
-    """Fail if `fn` calls a library softmax or attention instead of NumPy."""
+def _expect_by_hand(name: str, fn: Callable, task: str, inputs) -> None:
+    """Fail if `fn` calls a ready-made softmax or attention."""
     use = _forbidden_use(fn)
     if use is not None:
         _fail(
             name,
-            f"uses {use}: this exercise asks you to write {task} with NumPy "
-            "alone (np.exp, .max, .sum, @).",
+            f"uses {use}: this exercise asks you to write {task} by hand "
+            "(exp, max, sum and @, in NumPy or PyTorch).",
             inputs,
             "a softmax is two lines: e = np.exp(s - s.max(axis=-1, "
             "keepdims=True)); e / e.sum(axis=-1, keepdims=True).",
@@ -215,15 +278,19 @@ def check_attention(
     attention: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
 ) -> None:
     """Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs,
-    T_q != T_k and d_v != d_k allowed, written with NumPy only."""
+    T_q != T_k and d_v != d_k allowed, written by hand (no ready-made softmax)."""
     name = "attention"
 
     def run_cases() -> None:
         for number, (q, k, v) in enumerate(_attention_cases()):
+            given = q.copy(), k.copy(), v.copy()
             with np.errstate(all="ignore"):
-                got = _call(attention, name, q.copy(), k.copy(), v.copy())
+                got = _call(attention, name, *given)
+            for array, original in zip(given, (q, k, v), strict=True):
+                _expect_unchanged(name, array, original)
+            _expect_array(name, [q, k, v], got)
             if number == 0:
-                _expect_numpy_only(name, attention, "attention", [q, k, v])
+                _expect_by_hand(name, attention, "attention", [q, k, v])
             d_k, d_v = q.shape[-1], v.shape[-1]
             scores = q @ k.T / np.sqrt(d_k)
             weights = _softmax(scores)
@@ -247,6 +314,15 @@ def check_attention(
                 ),
                 (weights, "you returned the weights: multiply them by v."),
             ]
+            for length in {q.shape[0], k.shape[0]} - {d_k}:
+                mistakes.append(
+                    (
+                        _attention(q, k, v, scale=np.sqrt(length)),
+                        f"you divided by sqrt({length}), a number of tokens: "
+                        "the scale is sqrt(d_k), the width of the queries and "
+                        "keys (q.shape[-1]).",
+                    )
+                )
             if d_v != d_k:
                 mistakes.insert(
                     0,
@@ -278,7 +354,7 @@ def check_attention(
 
     _verdict(
         name,
-        "computes softmax(q k^T / sqrt(d_k)) v with NumPy alone.",
+        "computes softmax(q k^T / sqrt(d_k)) v by hand.",
         run_cases,
     )
 
@@ -337,17 +413,24 @@ def check_additive_attention(
 
     def run_cases() -> None:
         for number, case in enumerate(cases):
-            got = _call(additive_attention, name, *(a.copy() for a in case))
+            given = [a.copy() for a in case]
+            got = _call(additive_attention, name, *given)
+            for array, original in zip(given, case, strict=True):
+                _expect_unchanged(name, array, original)
+            _expect_array(name, list(case), got)
             q, k, v, W_q, W_k, w = case
             if number == 0:
-                _expect_numpy_only(
+                _expect_by_hand(
                     name, additive_attention, "additive attention", list(case)
                 )
             d_a = len(w)
             mistakes = [
                 (
                     _additive(*case, tanh=False),
-                    "tanh is missing: s_ij = w . tanh(q_i W_q + k_j W_k).",
+                    "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j "
+                    "W_k). Without it (or with tanh on q_i W_q alone) the "
+                    "query's term is the same for every key and cancels in "
+                    "the softmax.",
                 ),
                 (
                     _additive(*case, tanh_last=True),
@@ -396,15 +479,12 @@ def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
 
     def run_cases() -> None:
         for X, W_Q, W_K, W_V, W_O in cases:
-            got = _call(
-                multi_head,
-                name,
-                X.copy(),
-                W_Q.copy(),
-                W_K.copy(),
-                W_V.copy(),
-                W_O.copy(),
-            )
+            case = (X, W_Q, W_K, W_V, W_O)
+            given = [a.copy() for a in case]
+            got = _call(multi_head, name, *given)
+            for array, original in zip(given, case, strict=True):
+                _expect_unchanged(name, array, original)
+            _expect_array(name, list(case), got)
 
             def heads(scale=None, X=X, W_Q=W_Q, W_K=W_K, W_V=W_V):
                 return np.stack(
@@ -434,6 +514,14 @@ def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
                 (
                     np.concatenate(list(heads(scale=1.0)), axis=-1) @ W_O,
                     "the scores are not divided by sqrt(d_k).",
+                ),
+                (
+                    np.concatenate(
+                        list(heads(scale=np.sqrt(X.shape[1]))), axis=-1
+                    )
+                    @ W_O,
+                    "divide by sqrt(d_k), the width of one head "
+                    "(W_Q.shape[-1]), not by sqrt(d_model).",
                 ),
                 (
                     np.concatenate(list(right), axis=-1) @ W_O.T,

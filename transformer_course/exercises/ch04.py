@@ -10,9 +10,11 @@ from transformer_course.exercises._core import (
     _call,
     _describe,
     _expect_close,
+    _expect_unchanged,
     _fail,
     _verdict,
 )
+from transformer_course.exercises.ch02 import _expect_array
 
 __all__ = [
     "check_causal_mask",
@@ -32,6 +34,7 @@ def _expect_mask(
     name: str, inputs: Sequence, got, expected: np.ndarray, mistakes
 ) -> None:
     """Like _expect_close, for boolean masks: the answer must be a boolean array."""
+    _expect_array(name, inputs, got)
     if got is not None and not isinstance(got, tuple):
         dtype = np.asarray(got).dtype
         if dtype != np.bool_:
@@ -107,7 +110,10 @@ def check_additive_mask(
 
     def run_cases() -> None:
         for mask in masks:
-            got = _call(additive_mask, name, mask.copy())
+            given = mask.copy()
+            got = _call(additive_mask, name, given)
+            _expect_unchanged(name, given, mask)
+            _expect_array(name, [mask], got)
             mistakes = [
                 (
                     np.where(mask, 0.0, np.inf),
@@ -126,6 +132,20 @@ def check_additive_mask(
                     np.where(mask, 0.0, -1e9),
                     "use -inf rather than a large finite number: -1e9 overflows to -inf in "
                     "float16 anyway, and -inf gives weights of exactly 0.",
+                ),
+                *(
+                    (
+                        np.where(mask, 0.0, np.finfo(dtype).min),
+                        "use -inf rather than the dtype's most negative "
+                        "number: that is finite, so a row with no allowed "
+                        "key would get uniform weights instead of zeros.",
+                    )
+                    for dtype in (np.float64, np.float32)
+                ),
+                (
+                    np.where(mask, np.nan, -np.inf),
+                    "0 * -inf is NaN: (1 - mask) * -inf puts NaN where the "
+                    "mask is True. Use np.where(mask, 0.0, -np.inf).",
                 ),
                 (
                     np.where(mask, 1.0, 0.0),
@@ -253,7 +273,33 @@ def check_decoder_mask(
                     "add the head axis: (B, T, T) -> (B, 1, T, T), e.g. mask[:, None], "
                     "so that the mask broadcasts over the heads.",
                 ),
+                (
+                    (causal & ~keys)[:, None],
+                    "True must mean 'may attend': a real key is tokens != "
+                    "pad_id, not tokens == pad_id.",
+                ),
+                (
+                    (causal & keys)[:, :, None],
+                    "the head axis goes second, after the batch: (B, 1, T, T), "
+                    "e.g. mask[:, None].",
+                ),
+                (
+                    (causal & keys)[None],
+                    "the head axis goes second, after the batch: (B, 1, T, T), "
+                    "e.g. mask[:, None].",
+                ),
             ]
+            if not np.array_equal(causal & keys & queries, causal & keys):
+                mistakes.insert(
+                    0,
+                    (
+                        (causal & keys & queries)[:, None],
+                        "you also blank the rows of the pad *queries*: hide "
+                        "the pad *keys* only, (B, 1, T) combined with the "
+                        "causal mask; a pad query's row keeps what the causal "
+                        "mask and the real keys allow.",
+                    ),
+                )
             _expect_mask(name, [tokens, pad_id], got, expected, mistakes)
 
     _verdict(
