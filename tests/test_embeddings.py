@@ -1,4 +1,5 @@
-"""Chapter 1's library: tokenize, reproducible word2vec, the offline corpus, text8's checksum."""
+"""Chapter 1's library: tokenize, reproducible word2vec, the offline corpus,
+text8's checksum, the special tokens and the word vocabulary."""
 
 import subprocess
 import sys
@@ -7,7 +8,13 @@ import nltk
 import pytest
 
 from transformer_course import tokenize
-from transformer_course.embeddings import download_text8, load_offline_corpus, train_word2vec
+from transformer_course.embeddings import (
+    SPECIAL_TOKENS,
+    build_vocabulary,
+    download_text8,
+    load_offline_corpus,
+    train_word2vec,
+)
 
 
 @pytest.mark.parametrize(
@@ -16,10 +23,19 @@ from transformer_course.embeddings import download_text8, load_offline_corpus, t
         ("", []),
         ("   ", []),
         ("The black cat sat.", ["The", "black", "cat", "sat", "."]),
-        ("Don't stop, it's late!", ["Do", "n't", "stop", ",", "it", "'s", "late", "!"]),
-        ("We can't, won't; they'd.", ["We", "ca", "n't", ",", "wo", "n't", ";", "they", "'d", "."]),
+        (
+            "Don't stop, it's late!",
+            ["Do", "n't", "stop", ",", "it", "'s", "late", "!"],
+        ),
+        (
+            "We can't, won't; they'd.",
+            ["We", "ca", "n't", ",", "wo", "n't", ";", "they", "'d", "."],
+        ),
         ("One. Two? Three!", ["One", ".", "Two", "?", "Three", "!"]),
-        ("It costs $3.50 (really).", ["It", "costs", "$", "3.50", "(", "really", ")", "."]),
+        (
+            "It costs $3.50 (really).",
+            ["It", "costs", "$", "3.50", "(", "really", ")", "."],
+        ),
     ],
 )
 def test_tokenize_splits_words_and_punctuation(text, expected):
@@ -27,7 +43,9 @@ def test_tokenize_splits_words_and_punctuation(text, expected):
 
 
 def test_tokenize_matches_seed_sentence():
-    sentence = "The black cat sat on the couch and the brown dog slept on the rug."
+    sentence = (
+        "The black cat sat on the couch and the brown dog slept on the rug."
+    )
     assert tokenize(sentence) == [*sentence[:-1].split(), "."]
 
 
@@ -40,9 +58,19 @@ def test_tokenize_needs_no_downloaded_data(monkeypatch):
     assert tokenize("Isn't it?") == ["Is", "n't", "it", "?"]
 
 
-def test_tokenize_rejects_non_text():
-    with pytest.raises(TypeError, match="expects a str"):
-        tokenize(["already", "tokens"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (["already", "tokens"], "got list: is it already split"),
+        (b"bytes", "got bytes: decode it first"),
+        (None, "got NoneType"),
+        (3.5, "got float"),
+    ],
+)
+def test_tokenize_rejects_non_text(value, message):
+    with pytest.raises(TypeError, match="tokenize expects a str") as error:
+        tokenize(value)
+    assert message in str(error.value)
 
 
 def test_word2vec_is_reproducible_across_processes():
@@ -76,7 +104,9 @@ def test_offline_corpus_is_chunked_lowercase_text():
     corpus = load_offline_corpus(chunk_size=500)
     assert sum(map(len, corpus)) > 400_000
     assert max(map(len, corpus)) <= 500
-    assert all(token == token.lower() for chunk in corpus[:50] for token in chunk)
+    assert all(
+        token == token.lower() for chunk in corpus[:50] for token in chunk
+    )
 
 
 def test_text8_with_wrong_checksum_is_refused_and_deleted(tmp_path):
@@ -84,3 +114,83 @@ def test_text8_with_wrong_checksum_is_refused_and_deleted(tmp_path):
     with pytest.raises(ValueError, match="SHA-256"):
         download_text8(tmp_path)
     assert not (tmp_path / "text8").exists()
+
+
+def test_word2vec_refuses_untokenized_text():
+    with pytest.raises(TypeError, match="tokenize it first"):
+        train_word2vec(["the cat sat on the mat"], min_count=1)
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("vector_size", 0),
+        ("window", -1),
+        ("min_count", 0),
+        ("epochs", 2.5),
+        ("epochs", True),
+        ("sample", -0.1),
+        ("sample", float("nan")),
+    ],
+)
+def test_word2vec_rejects_bad_settings(argument, value):
+    with pytest.raises(ValueError, match=argument):
+        train_word2vec([["a", "b"]], **{"min_count": 1, argument: value})
+
+
+def test_word2vec_sample_zero_trains_on_every_token():
+    """The chapter's experiment: sample=0 moves the one-sentence vectors."""
+    sentence = "the black cat sat on the couch and the brown dog".split()
+    default = train_word2vec([sentence], vector_size=16, min_count=1)
+    unsampled = train_word2vec(
+        [sentence], vector_size=16, min_count=1, sample=0
+    )
+    untrained = train_word2vec(
+        [sentence], vector_size=16, min_count=1, epochs=1
+    )
+    assert default.sample == 1e-3 and unsampled.sample == 0
+    assert (unsampled.wv.vectors != default.wv.vectors).any()
+    assert untrained.wv.vectors.shape == default.wv.vectors.shape
+
+
+def test_offline_corpus_rejects_bad_chunk_size():
+    with pytest.raises(ValueError, match="chunk_size"):
+        load_offline_corpus(chunk_size=0)
+
+
+def test_special_tokens_have_the_book_wide_ids():
+    assert SPECIAL_TOKENS == ("<pad>", "<bos>", "<eos>", "<unk>")
+    vocabulary = build_vocabulary([["b", "a", "b"], ["c", "a", "b"]])
+    assert list(vocabulary.items()) == [
+        ("<pad>", 0),
+        ("<bos>", 1),
+        ("<eos>", 2),
+        ("<unk>", 3),
+        ("b", 4),  # 3 times
+        ("a", 5),  # 2 times
+        ("c", 6),  # once
+    ]
+
+
+def test_vocabulary_min_count_and_ties_in_order_of_first_appearance():
+    sentences = [["z", "y", "x"], ["y", "z", "w"]]
+    assert list(build_vocabulary(sentences))[4:] == ["z", "y", "x", "w"]
+    assert list(build_vocabulary(sentences, min_count=2))[4:] == ["z", "y"]
+
+
+def test_vocabulary_keeps_special_tokens_once():
+    vocabulary = build_vocabulary([["<unk>", "<pad>", "word"]])
+    assert len(vocabulary) == 5 and vocabulary["word"] == 4
+
+
+@pytest.mark.parametrize(
+    ("sentences", "error", "match"),
+    [
+        (["a whole sentence"], TypeError, "tokenize it first"),
+        ([["a"]], ValueError, "min_count"),
+    ],
+)
+def test_vocabulary_rejects_bad_input(sentences, error, match):
+    min_count = 0 if error is ValueError else 1
+    with pytest.raises(error, match=match):
+        build_vocabulary(sentences, min_count=min_count)

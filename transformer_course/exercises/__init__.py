@@ -21,8 +21,9 @@ from transformer_course.exercises.ch00 import (
     check_row_normalise,
 )
 from transformer_course.exercises.ch01 import (
+    check_bpe_encode,
     check_cosine_similarity,
-    check_embedding_matrix,
+    check_most_similar,
     check_skipgram_pairs,
 )
 from transformer_course.exercises.ch02 import (
@@ -64,7 +65,8 @@ __all__ = [
     "check_masked_mean",
     "check_skipgram_pairs",
     "check_cosine_similarity",
-    "check_embedding_matrix",
+    "check_most_similar",
+    "check_bpe_encode",
     "check_positional_encoding",
     "check_fit_shift_matrix",
     "check_rotate_pair",
