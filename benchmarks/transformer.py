@@ -1,7 +1,7 @@
 """Forward + backward time of the book's Transformer against nn.Transformer.
 
     python benchmarks/transformer.py [--threads 2] [--rounds 5]
-        [--devices cpu cuda] [--output FILE]
+        [--devices cpu cuda] [--cpu-time] [--output FILE]
 
 Both models have the same configuration (B=32, T=64, d_model=256, h=8, N=3,
 d_ff=1024, vocabulary 8,000, dropout 0) and the same weights: nn.Transformer
@@ -10,13 +10,16 @@ it, so the two compute the same function. One step is a forward pass, the
 cross-entropy loss and a backward pass. Times come from one run, alternating the
 two models in rounds; the ratio is the median over rounds of our time divided
 by nn.Transformer's time measured right before or after it (these machines are
-noisy); a ratio below 1 means faster than PyTorch.
-Runs on the CPU, and on the GPU too when PyTorch finds one.
+noisy); a ratio below 1 means faster than PyTorch. On a busy machine,
+--threads 1 --cpu-time measures the CPU time the process spent instead, which
+other jobs disturb much less. Runs on the CPU, and on the GPU too when PyTorch
+finds one.
 """
 
 import argparse
 import datetime
 import platform
+import time
 
 import torch
 import torch.nn.functional as F
@@ -73,7 +76,7 @@ def batch(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def measure(
-    device: str, rounds: int, min_run_time: float
+    device: str, rounds: int, min_run_time: float, cpu_time: bool = False
 ) -> dict[str, list[float]]:
     """Seconds of one training step (forward, loss, backward), per model and
     round."""
@@ -100,7 +103,11 @@ def measure(
     for round_ in range(rounds):  # alternate, in both orders: a slow moment
         names = list(steps)[:: 1 if round_ % 2 == 0 else -1]  # hits both
         for name in names:
-            timer = benchmark.Timer(stmt="run()", globals={"run": steps[name]})
+            timer = benchmark.Timer(
+                stmt="run()",
+                globals={"run": steps[name]},
+                **({"timer": time.process_time} if cpu_time else {}),
+            )
             measurement = timer.blocked_autorange(min_run_time=min_run_time)
             times[name].append(measurement.median)
     return times
@@ -147,6 +154,12 @@ def main() -> None:
         choices=["cpu", "cuda"],
         help="default: the CPU, and the GPU when PyTorch finds one",
     )
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="on the CPU, measure the process's CPU time, not wall time "
+        "(with --threads 1, on a busy machine)",
+    )
     parser.add_argument("--output", help="also write the report to this file")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -166,8 +179,15 @@ def main() -> None:
         if device == "cuda":
             name = torch.cuda.get_device_name()
         else:
-            name = f"{cpu_name()}, {torch.get_num_threads()} threads"
-        times = measure(device, args.rounds, args.min_run_time)
+            threads = torch.get_num_threads()
+            name = f"{cpu_name()}, {threads} thread{'s' * (threads > 1)}, "
+            name += "CPU time" if args.cpu_time else "wall time"
+        times = measure(
+            device,
+            args.rounds,
+            args.min_run_time,
+            cpu_time=args.cpu_time and device == "cpu",
+        )
         report += ["", f"## {name}", "", table(times)]
     text = "\n".join(report) + "\n"
     print(text)
