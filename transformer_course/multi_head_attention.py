@@ -34,7 +34,7 @@ def _check_input(name: str, x, d_model: int, dtype: torch.dtype) -> None:
 
 
 def _prepare_mask(mask, shape: tuple, device: torch.device) -> torch.Tensor:
-    """A boolean mask of an accepted shape, made broadcastable to (B, h, T_q, T_k)."""
+    """A boolean mask of an accepted shape, broadcastable to (B, h, T_q, T_k)."""
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
     if not isinstance(mask, torch.Tensor):
@@ -58,8 +58,8 @@ def _prepare_mask(mask, shape: tuple, device: torch.device) -> torch.Tensor:
         )
     ):
         raise ValueError(
-            f"mask must have shape {MASK_SHAPES}, with (B, h, T_q, T_k) = {shape};"
-            f" got {tuple(mask.shape)}. A (B, T_k) padding mask is given as"
+            f"mask must have shape {MASK_SHAPES}, with (B, h, T_q, T_k) ="
+            f" {shape}; got {tuple(mask.shape)}. A (B, T_k) padding mask is given as"
             " padding_mask(...), of shape (B, 1, T_k)"
         )
     if mask.dim() == 3:  # (B, T_q, T_k): the same for every head
@@ -139,14 +139,15 @@ class MultiHeadAttention(nn.Module):
         if key.shape[:2] != value.shape[:2] or key.size(0) != B:
             raise ValueError(
                 f"query {tuple(query.shape)}, key {tuple(key.shape)} and value "
-                f"{tuple(value.shape)} must share B; key and value must share T_k"
+                f"{tuple(value.shape)} must share B; key and value must "
+                "share T_k"
             )
         if is_causal and T_q != T_k:
             raise ValueError(
                 f"is_causal=True needs T_q == T_k, got T_q={T_q}, T_k={T_k}: "
-                "PyTorch aligns the causal mask to the upper left (query i sees "
-                "keys 0..i), not to the bottom right as a KV cache needs; pass "
-                "an explicit mask instead"
+                "PyTorch aligns the causal mask to the upper left (query i "
+                "sees keys 0..i), not to the bottom right as a KV cache needs; "
+                "pass an explicit mask instead"
             )
         q = self.split_heads(self.q_proj(query))  # (B, h, T_q, d_k)
         k = self.split_heads(self.k_proj(key))  # (B, h, T_k, d_k)
@@ -274,7 +275,7 @@ def benchmark_attention(
 def format_benchmark(
     times: dict[str, float], reference: str = "peer: fused QKV + is_causal"
 ) -> str:
-    """A table of milliseconds and of ratios to `reference` (below 1 = faster)."""
+    """A table of milliseconds and ratios to `reference` (below 1 = faster)."""
     lines = [f"{'implementation':<36} {'ms':>8} {'ratio':>6}"]
     for name, seconds in times.items():
         ratio = seconds / times[reference]
