@@ -129,7 +129,8 @@ class MultiHeadAttention(nn.Module):
     ):
         """(B, T_q, d_model), (B, T_k, d_model) x 2 -> (B, T_q, d_model).
 
-        mask: boolean, True = may attend, of a shape in MASK_SHAPES.
+        mask: boolean, True = may attend, of a shape in MASK_SHAPES; a 2-D
+            mask is (T_q, T_k), so a padding mask is (B, 1, T_k).
         is_causal: query i attends to keys 0..i only (needs T_q == T_k).
         return_weights: also return the (B, h, T_q, T_k) attention weights.
         """
