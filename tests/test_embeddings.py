@@ -116,9 +116,18 @@ def test_text8_with_wrong_checksum_is_refused_and_deleted(tmp_path):
     assert not (tmp_path / "text8").exists()
 
 
-def test_word2vec_refuses_untokenized_text():
+@pytest.mark.parametrize(
+    "sentences", [["the cat sat on the mat"], "the cat sat on the mat"]
+)
+def test_word2vec_refuses_untokenized_text(sentences):
     with pytest.raises(TypeError, match="tokenize it first"):
-        train_word2vec(["the cat sat on the mat"], min_count=1)
+        train_word2vec(sentences, min_count=1)
+
+
+@pytest.mark.parametrize("sentences", [[], [[]], [[], []]])
+def test_word2vec_refuses_an_empty_corpus(sentences):
+    with pytest.raises(ValueError, match="no tokens"):
+        train_word2vec(sentences, min_count=1)
 
 
 @pytest.mark.parametrize(

@@ -58,10 +58,14 @@ def train_word2vec(
     `sample` is gensim's down-sampling threshold for frequent words (its
     default, 1e-3); 0 keeps every token.
     """
+    if isinstance(sentences, str):
+        _refuse_text(sentences)
     sentences = [
         sentence if not isinstance(sentence, str) else _refuse_text(sentence)
         for sentence in sentences
     ]
+    if not any(sentences):
+        raise ValueError("sentences holds no tokens: nothing to train on")
     for name, value in [
         ("vector_size", vector_size),
         ("window", window),
