@@ -263,3 +263,31 @@ def test_inputs_are_described_briefly():
     assert _describe(np.zeros((16, 16))) == "array of shape (16, 16)"
     assert _describe(np.eye(2)).splitlines()[1:] == ["[[1., 0.],", " [0., 1.]]"]
     assert len(_describe(list(range(100)))) < 80
+
+
+def _close_message(got, expected, inputs=(1.0,)) -> str:
+    with pytest.raises(ExerciseError) as failure:
+        _expect_close("my_f", list(inputs), got, np.asarray(expected))
+    return str(failure.value)
+
+
+def test_scalar_answer_reports_its_real_difference():
+    # np.argwhere on a 0-d array has size 0: the difference was shown as 0.0
+    message = _close_message(3.0, 2.5)
+    assert message.splitlines()[0] == (
+        "my_f returned a wrong value: expected 2.5, got 3.0."
+    )
+    assert "largest difference 0.5" in message
+
+
+def test_round_off_is_shown_as_zero_and_inputs_with_six_digits():
+    # an expected value that is round-off next to the others reads 0.0, and
+    # a float input is not printed with all of repr's seventeen digits
+    message = _close_message(
+        [1.0, 0.5], [3.95517e-16, 0.5], inputs=(np.pi / 2, [0.1 + 0.2, 1.0])
+    )
+    assert "expected 0.0, got 1.0" in message
+    assert "e-16" not in message
+    assert "on input 1.5708, [0.3, 1.0]" in message
+    assert "1.5707963267948966" not in message
+    assert "0.30000000000000004" not in message

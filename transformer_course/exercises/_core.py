@@ -150,6 +150,10 @@ def _describe(value, max_lines: int = 4) -> str:
         return f"a {type(value).__name__} module"
     if isinstance(value, (list, tuple)):
         text = repr(value)
+        if value and all(isinstance(v, (float, np.floating)) for v in value):
+            # floats with six significant digits, not repr's seventeen
+            text = ", ".join(_number(v) for v in value)
+            text = "[" + text + "]" if isinstance(value, list) else f"({text})"
         if len(text) > _WIDTH - 10:
             kind = type(value).__name__
             text = f"{kind} of {len(value)} items: {text[: _WIDTH - 30]}..."
@@ -159,6 +163,8 @@ def _describe(value, max_lines: int = 4) -> str:
         if len(text) > _WIDTH - 10:
             text = f"dict of {len(value)} items"
         return text
+    if isinstance(value, (float, np.floating)):
+        return _number(value)
     text = repr(value)
     if len(text) > _WIDTH - 10:
         text = text[: _WIDTH - 13] + "..."
@@ -185,10 +191,15 @@ def _index_text(index) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def _number(value) -> str:
+def _number(value, scale: float = 1.0) -> str:
+    """A number for a message: six significant digits at most, and 0.0 for
+    what is round-off next to `scale` (the size of the values compared), so
+    that a message never shows 3.95517e-16 where the answer is 0."""
     value = float(value)
     if np.isnan(value) or np.isinf(value):
         return str(value)
+    if abs(value) < 1e-12 * max(1.0, abs(float(scale))):
+        return "0.0"
     if value == int(value) and abs(value) < 1e6:
         return f"{value:.1f}"
     return f"{value:.6g}"
@@ -436,13 +447,15 @@ def _first_difference(
 ):
     """The index, count and largest error of the entries that differ."""
     close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    # np.argwhere of a 0-d array has one row of length 0: count explicitly
     wrong = np.argwhere(~close)
+    count = int(np.count_nonzero(~close))
     with np.errstate(invalid="ignore"):
         error = np.where(close | np.isnan(got), 0.0, np.abs(got - expected))
-    largest = float(np.nanmax(error)) if wrong.size else 0.0
+    largest = float(np.nanmax(error)) if count else 0.0
     nans = int(np.count_nonzero(~close & np.isnan(got)))
-    index = tuple(wrong[0]) if len(wrong) else None
-    return index, len(wrong), largest, nans
+    index = tuple(wrong[0]) if count else None
+    return index, count, largest, nans
 
 
 def _expect_close(
@@ -494,9 +507,12 @@ def _expect_close(
         got_array, expected, rtol, atol
     )
     at = _index_text(index) if expected.ndim else ""
+    finite = expected[np.isfinite(expected)]
+    scale = float(np.abs(finite).max()) if finite.size else 1.0
     problem = (
         f"{subject}a wrong value{' at ' + at if at else ''}: "
-        f"expected {_number(expected[index])}, got {_number(got_array[index])}."
+        f"expected {_number(expected[index], scale)}, "
+        f"got {_number(got_array[index], scale)}."
     )
     differences = [f"{nans} NaN"] if nans else []
     if count > nans:
