@@ -224,7 +224,9 @@ OTHER_RIGHT_ANSWERS = [
     (check_causal_self_attention, lambda mha, x: mha(x, x, x, is_causal=True)),
     (
         check_causal_self_attention,
-        lambda mha, x: mha(x, x, x, mask=np.tril(np.ones((5, 5), dtype=bool))),
+        lambda mha, x: mha(
+            x, x, x, mask=np.tril(np.ones((x.size(1),) * 2, bool))
+        ),
     ),
     (check_einsum_attention, _einsum_float64),
     (
@@ -257,3 +259,23 @@ def test_causal_checker_result_does_not_depend_on_the_learners_seed(capsys):
         torch.manual_seed(seed)
         check_causal_self_attention(lambda mha, x: mha(x, x, x, is_causal=True))
     assert capsys.readouterr().out.count("Correct") == 2
+
+
+def test_causal_self_attention_rejects_a_mask_written_for_one_length():
+    """causal_mask(5) written in passes an input of T = 5 only."""
+    from transformer_course import causal_mask
+
+    assert_rejected(
+        check_causal_self_attention,
+        lambda mha, x: mha(x, x, x, mask=causal_mask(5)),
+        "mask must have shape",
+    )
+
+
+def test_einsum_attention_rejects_a_scale_written_in_for_d_k_4():
+    """Dividing by 2 (sqrt(4)) is right for the first input only."""
+    assert_rejected(
+        check_einsum_attention,
+        lambda *args: _einsum(*args, scale=0.5),
+        "right only for d_k = 4",
+    )

@@ -34,7 +34,8 @@ def _check_input(name: str, x, d_model: int, dtype: torch.dtype) -> None:
 
 
 def _prepare_mask(mask, shape: tuple, device: torch.device) -> torch.Tensor:
-    """A boolean mask of an accepted shape, broadcastable to (B, h, T_q, T_k)."""
+    """A boolean mask of an accepted shape, broadcastable to
+    (B, h, T_q, T_k)."""
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
     if not isinstance(mask, torch.Tensor):
@@ -59,8 +60,8 @@ def _prepare_mask(mask, shape: tuple, device: torch.device) -> torch.Tensor:
     ):
         raise ValueError(
             f"mask must have shape {MASK_SHAPES}, with (B, h, T_q, T_k) ="
-            f" {shape}; got {tuple(mask.shape)}. A (B, T_k) padding mask is given as"
-            " padding_mask(...), of shape (B, 1, T_k)"
+            f" {shape}; got {tuple(mask.shape)}. A (B, T_k) padding mask is"
+            " given as padding_mask(...), of shape (B, 1, T_k)"
         )
     if mask.dim() == 3:  # (B, T_q, T_k): the same for every head
         mask = mask.unsqueeze(1)

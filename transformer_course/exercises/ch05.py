@@ -12,6 +12,7 @@ from transformer_course.exercises._core import (
     _expect_close,
     _expect_equal,
     _fail,
+    _Label,
     _to_array,
     _torch_generator,
     _verdict,
@@ -102,7 +103,7 @@ def check_split_heads(split_heads: Callable) -> None:
             expected = x.view(B, T, h, d_k).transpose(1, 2)
             _expect_close(
                 name,
-                [f"x of shape {(B, T, d_model)} holding 0, 1, 2, ...", h],
+                [_Label(f"x of shape {(B, T, d_model)} holding 0, 1, ..."), h],
                 got,
                 expected.numpy(),
                 [(wrong.numpy(), message) for wrong, message in mistakes],
@@ -149,7 +150,7 @@ def check_merge_heads(merge_heads: Callable) -> None:
             expected = x.transpose(1, 2).reshape(B, T, h * d_k)
             _expect_close(
                 name,
-                [f"x of shape {(B, h, T, d_k)} holding 0, 1, 2, ..."],
+                [_Label(f"x of shape {(B, h, T, d_k)} holding 0, 1, ...")],
                 got,
                 expected.numpy(),
                 [(wrong.numpy(), message) for wrong, message in mistakes],
@@ -166,53 +167,63 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
 
     def run_cases() -> None:
         mha = _seeded_module(16, 4, seed=0)
-        x = torch.randn(2, 5, 16, generator=_torch_generator(1))
-        lower = torch.ones(5, 5, dtype=torch.bool).tril()
-        with torch.no_grad():
-            got = _call(causal_self_attention, name, mha, x.clone())
-            mistakes = [
-                (
-                    mha(x, x, x),
-                    "no mask: every token attends to the future too.",
-                ),
-                (
-                    mha(x, x, x, mask=lower.T.clone()),
-                    "the mask is the upper triangle: True must be on and "
-                    "below the diagonal.",
-                ),
-                (
-                    mha(x, x, x, mask=~lower),
-                    "that is nn.MultiheadAttention's convention (True = "
-                    "forbidden); this book's mask is True where a query may "
-                    "attend.",
-                ),
-                (
-                    mha(x, x, x, mask=lower.tril(-1)),
-                    "a token may attend to itself: keep the diagonal.",
-                ),
-            ]
-            shown = [mha, x]
-            _expect_close(
-                name,
-                shown,
-                got,
-                mha(x, x, x, mask=lower).numpy(),
-                [(wrong.numpy(), message) for wrong, message in mistakes],
-                atol=1e-5,
-            )
-            changed = x.clone()
-            changed[:, -1] += 1.0
-            later = _call(causal_self_attention, name, mha, changed)
-            earlier = _to_array(later)[:, :-1]
-            if not np.allclose(earlier, _to_array(got)[:, :-1], atol=1e-4):
-                _fail(
-                    name,
-                    "leaks the future: changing the last token changed the "
-                    "outputs of earlier ones.",
-                    shown,
-                )
+        generator = _torch_generator(1)
+        # two lengths, so that a mask written for T = 5 only is caught
+        for B, T in [(2, 5), (1, 7)]:
+            x = torch.randn(B, T, 16, generator=generator)
+            lower = torch.ones(T, T, dtype=torch.bool).tril()
+            _one_causal_case(causal_self_attention, name, mha, x, lower)
 
     _verdict(name, "hides the future from every token.", run_cases)
+
+
+def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
+    """One input: the output of mha(x, x, x, mask=lower), and no leak."""
+    import torch
+
+    with torch.no_grad():
+        got = _call(causal_self_attention, name, mha, x.clone())
+        mistakes = [
+            (
+                mha(x, x, x),
+                "no mask: every token attends to the future too.",
+            ),
+            (
+                mha(x, x, x, mask=lower.T.clone()),
+                "the mask is the upper triangle: True must be on and "
+                "below the diagonal.",
+            ),
+            (
+                mha(x, x, x, mask=~lower),
+                "that is nn.MultiheadAttention's convention (True = "
+                "forbidden); this book's mask is True where a query may "
+                "attend.",
+            ),
+            (
+                mha(x, x, x, mask=lower.tril(-1)),
+                "a token may attend to itself: keep the diagonal.",
+            ),
+        ]
+        shown = [mha, x]
+        _expect_close(
+            name,
+            shown,
+            got,
+            mha(x, x, x, mask=lower).numpy(),
+            [(wrong.numpy(), message) for wrong, message in mistakes],
+            atol=1e-5,
+        )
+        changed = x.clone()
+        changed[:, -1] += 1.0
+        later = _call(causal_self_attention, name, mha, changed)
+        earlier = _to_array(later)[:, :-1]
+        if not np.allclose(earlier, _to_array(got)[:, :-1], atol=1e-4):
+            _fail(
+                name,
+                "leaks the future: changing the last token changed the "
+                "outputs of earlier ones.",
+                shown,
+            )
 
 
 def _einsum_reference(x, W_q, W_k, W_v, W_o, softmax_dim=-1, scale=None):
@@ -238,7 +249,8 @@ def check_einsum_attention(einsum_attention: Callable) -> None:
 
     def run_cases() -> None:
         generator = _torch_generator(5)
-        for B, T, d_model, h in [(2, 5, 12, 3), (1, 4, 8, 2)]:
+        # d_k = 4 and 9, so that a scale written in for d_k = 4 is caught
+        for B, T, d_model, h in [(2, 5, 12, 3), (1, 4, 18, 2)]:
             d_k = d_model // h
             x = torch.randn(B, T, d_model, generator=generator)
             W_q, W_k, W_v = (
@@ -271,6 +283,11 @@ def check_einsum_attention(einsum_attention: Callable) -> None:
                         ),
                         "the softmax runs over the queries: each query's "
                         "weights over the keys must sum to 1 (the key axis).",
+                    ),
+                    (
+                        _einsum_reference(x, W_q, W_k, W_v, W_o, scale=0.5),
+                        "the scale is written in as 1/2, right only for d_k "
+                        "= 4: take d_k from the weights, W_q.shape[-1].",
                     ),
                     (
                         _einsum_reference(x, W_q, W_k, W_v, W_o, scale=1.0),
