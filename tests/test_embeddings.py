@@ -203,3 +203,21 @@ def test_vocabulary_rejects_bad_input(sentences, error, match):
     min_count = 0 if error is ValueError else 1
     with pytest.raises(error, match=match):
         build_vocabulary(sentences, min_count=min_count)
+
+
+def test_importing_the_package_imports_neither_nltk_nor_gensim():
+    """NLTK (which loads scipy.stats) and gensim cost seconds to import:
+    only chapter 1's functions that use them import them, on first use."""
+    program = (
+        "import sys, transformer_course\n"
+        "print(sorted({'nltk', 'gensim'} & set(sys.modules)))\n"
+        "transformer_course.tokenize('Hello.')\n"
+        "print('nltk' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["[]", "True"], result.stdout

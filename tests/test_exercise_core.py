@@ -291,3 +291,9 @@ def test_round_off_is_shown_as_zero_and_inputs_with_six_digits():
     assert "on input 1.5708, [0.3, 1.0]" in message
     assert "1.5707963267948966" not in message
     assert "0.30000000000000004" not in message
+
+
+def test_scalar_answer_in_an_array_of_one_gets_a_hint():
+    message = _close_message(np.array([0.5]), 0.5)
+    assert message.splitlines()[0].endswith("expected shape ().")
+    assert "return one number" in message

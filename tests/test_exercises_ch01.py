@@ -363,3 +363,11 @@ def test_message_is_short_and_names_the_problem_first():
     lines = str(failure.value).splitlines()
     assert len(lines) <= 15
     assert lines[0].startswith("_pairs_skipping_by_word returned")
+
+
+def test_most_similar_names_row_numbers_returned_instead_of_words():
+    def indices(vectors, words, word, topn):
+        ranked = _most_similar(vectors, words, word, topn)
+        return [words.index(w) for w in ranked]
+
+    assert_rejected(check_most_similar, indices, "return the words themselves")

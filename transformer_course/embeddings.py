@@ -5,12 +5,18 @@ __all__ = ['WIKI_EXCERPT', 'TEXT8_URL', 'TEXT8_SHA256', 'SPECIAL_TOKENS', 'token
            'download_text8', 'build_vocabulary']
 
 # %% ../book/01_embeddings.ipynb #2bb919b1
-from nltk.tokenize import NLTKWordTokenizer, PunktSentenceTokenizer
+from functools import cache
 
-# untrained: splits at . ! and ?, and needs no downloaded data
-_sentence_splitter = PunktSentenceTokenizer()
-# the Treebank rules behind nltk.word_tokenize
-_word_splitter = NLTKWordTokenizer()
+
+@cache
+def _splitters():
+    """NLTK's sentence and word splitters, imported on first use: importing
+    NLTK takes a second, which chapters that never tokenize need not pay."""
+    from nltk.tokenize import NLTKWordTokenizer, PunktSentenceTokenizer
+
+    # untrained Punkt: splits at . ! and ?, and needs no downloaded data;
+    # NLTKWordTokenizer: the Treebank rules behind nltk.word_tokenize
+    return PunktSentenceTokenizer(), NLTKWordTokenizer()
 
 
 def tokenize(text: str) -> list[str]:
@@ -26,16 +32,19 @@ def tokenize(text: str) -> list[str]:
         raise TypeError(
             f"tokenize expects a str, got {type(text).__name__}{hint}"
         )
+    sentence_splitter, word_splitter = _splitters()
     return [
         token
-        for sentence in _sentence_splitter.tokenize(text)
-        for token in _word_splitter.tokenize(sentence)
+        for sentence in sentence_splitter.tokenize(text)
+        for token in word_splitter.tokenize(sentence)
     ]
 
 # %% ../book/01_embeddings.ipynb #bb6051e1
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from gensim.models import Word2Vec
+if TYPE_CHECKING:  # gensim is imported when a model is trained
+    from gensim.models import Word2Vec
 
 
 def _check_count(name: str, value, minimum: int = 1) -> None:
@@ -52,7 +61,7 @@ def train_word2vec(
     epochs: int = 5,
     seed: int = 0,
     sample: float = 1e-3,
-) -> Word2Vec:
+) -> "Word2Vec":
     """Train gensim's Word2Vec reproducibly: one worker thread, a fixed seed.
 
     `sample` is gensim's down-sampling threshold for frequent words (its
@@ -75,6 +84,8 @@ def train_word2vec(
         _check_count(name, value)
     if not sample >= 0:
         raise ValueError(f"sample must be >= 0, got {sample!r}")
+    from gensim.models import Word2Vec
+
     return Word2Vec(
         sentences=sentences,
         vector_size=vector_size,
@@ -96,10 +107,6 @@ def _refuse_text(sentence: str):
     )
 
 # %% ../book/01_embeddings.ipynb #910c78b5
-from gensim.corpora.wikicorpus import WikiCorpus
-from gensim.test.utils import datapath
-from gensim.utils import simple_preprocess
-
 WIKI_EXCERPT = (
     "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 )
@@ -118,6 +125,10 @@ def load_offline_corpus(chunk_size: int = 1000) -> list[list[str]]:
     silently ignores everything past the 10,000th token of a sentence.
     """
     _check_count("chunk_size", chunk_size)
+    from gensim.corpora.wikicorpus import WikiCorpus
+    from gensim.test.utils import datapath
+    from gensim.utils import simple_preprocess
+
     wiki = WikiCorpus(datapath(WIKI_EXCERPT), dictionary={}, processes=1)
     with open(datapath("lee_background.cor"), encoding="utf-8") as lee_file:
         lee = [simple_preprocess(line) for line in lee_file]

@@ -500,7 +500,12 @@ def _expect_close(
             f"expected shape {_shape_text(expected.shape)}."
         )
         details = []
-        if got_array.size == expected.size:
+        if expected.ndim == 0 and got_array.size == 1:
+            hint = hint or (
+                "return one number, not an array holding it: "
+                "float(...) or .item()."
+            )
+        elif got_array.size == expected.size:
             details.append("(the same number of values, arranged differently)")
         _fail(name, problem, inputs, hint, details)
     index, count, largest, nans = _first_difference(

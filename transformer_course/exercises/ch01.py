@@ -224,6 +224,21 @@ def check_most_similar(
                     "only, most similar first.",
                     [vectors, words, word, topn],
                 )
+            if (
+                isinstance(got, list)
+                and got
+                and all(
+                    isinstance(item, int | np.integer)
+                    and not isinstance(item, bool)
+                    for item in got
+                )
+            ):
+                _fail(
+                    name,
+                    "returned row numbers; return the words themselves: "
+                    "words[i] for each row i.",
+                    [vectors, words, word, topn],
+                )
             query = vectors[words.index(word)]
             lengths = np.linalg.norm(vectors, axis=1)
             cosines = vectors @ query / (lengths * np.linalg.norm(query))
