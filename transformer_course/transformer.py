@@ -4,7 +4,7 @@
 __all__ = ['TransformerConfig', 'FeedForward', 'Residual', 'EncoderLayer', 'DecoderLayer', 'Transformer', 'count_parameters',
            'to_torch_transformer']
 
-# %% ../book/06_transformer.ipynb #775852ae
+# %% ../book/06_transformer.ipynb #cell-007
 import math
 from dataclasses import dataclass
 
@@ -52,7 +52,7 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
-# %% ../book/06_transformer.ipynb #2997e97c
+# %% ../book/06_transformer.ipynb #cell-018
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same for every position."""
 
@@ -65,7 +65,7 @@ class FeedForward(nn.Module):
         # (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
         return self.linear2(torch.relu(self.linear1(x)))
 
-# %% ../book/06_transformer.ipynb #25309bd0
+# %% ../book/06_transformer.ipynb #cell-032
 class Residual(nn.Module):
     """A residual sub-layer, LayerNorm(x + Dropout(Sublayer(x)))."""
 
@@ -84,7 +84,7 @@ class Residual(nn.Module):
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))  # post-LN, the paper
 
-# %% ../book/06_transformer.ipynb #3cd987bd
+# %% ../book/06_transformer.ipynb #cell-036
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network; each a residual."""
 
@@ -107,7 +107,7 @@ class EncoderLayer(nn.Module):
         x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask))
         return self.residual2(x, self.feed_forward)
 
-# %% ../book/06_transformer.ipynb #662ecf96
+# %% ../book/06_transformer.ipynb #cell-040
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the memory, feed-forward."""
 
@@ -152,7 +152,7 @@ class DecoderLayer(nn.Module):
         )
         return self.residual3(x, self.feed_forward)
 
-# %% ../book/06_transformer.ipynb #0e0bdb20
+# %% ../book/06_transformer.ipynb #cell-049
 def _check_tokens(name: str, tokens, config: TransformerConfig) -> None:
     """Token ids must be a (B, T) integer tensor inside the vocabulary."""
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
@@ -176,7 +176,7 @@ def _check_tokens(name: str, tokens, config: TransformerConfig) -> None:
             f"max {int(tokens.max())}"
         )
 
-# %% ../book/06_transformer.ipynb #89c3e308
+# %% ../book/06_transformer.ipynb #cell-051
 class Transformer(nn.Module):
     """The paper's encoder-decoder Transformer, embeddings tied three ways."""
 
@@ -248,12 +248,12 @@ class Transformer(nn.Module):
         memory, src_mask = self.encode(src)
         return self.decode(tgt, memory, src_mask)
 
-# %% ../book/06_transformer.ipynb #2196ed95
+# %% ../book/06_transformer.ipynb #cell-053
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters; a tensor shared by several modules counts once."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
-# %% ../book/06_transformer.ipynb #43651c4d
+# %% ../book/06_transformer.ipynb #cell-078
 import warnings
 
 
