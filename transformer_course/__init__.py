@@ -27,7 +27,10 @@ from transformer_course.embeddings import tokenize
 from transformer_course.getting_started import draw_architecture, get_device
 from transformer_course.masking import causal_mask, padding_mask
 from transformer_course.multi_head_attention import MultiHeadAttention
-from transformer_course.positional_encoding import PositionalEncoding, positional_encoding
+from transformer_course.positional_encoding import (
+    PositionalEncoding,
+    positional_encoding,
+)
 from transformer_course.transformer import (
     DecoderLayer,
     EncoderLayer,
