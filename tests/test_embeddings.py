@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import nltk
+import numpy as np
 import pytest
 
 from transformer_course import tokenize
@@ -221,3 +222,13 @@ def test_importing_the_package_imports_neither_nltk_nor_gensim():
         check=True,
     )
     assert result.stdout.split() == ["[]", "True"], result.stdout
+
+
+def test_word2vec_takes_numpy_counts_and_names_a_bad_sample_or_seed():
+    sentences = [["a", "b", "c", "a", "b"]] * 5
+    model = train_word2vec(sentences, vector_size=np.int64(8), min_count=1)
+    assert model.wv.vector_size == 8
+    with pytest.raises(TypeError, match="sample must be a number"):
+        train_word2vec(sentences, min_count=1, sample="0")
+    with pytest.raises(ValueError, match="seed must be an int"):
+        train_word2vec(sentences, min_count=1, seed="x")

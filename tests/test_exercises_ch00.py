@@ -247,3 +247,21 @@ def _zeroes_in_place(values, mask):
 )
 def test_masked_mean_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_masked_mean, wrong_answer, hint)
+
+
+def test_masked_mean_rejects_an_answer_written_for_d_3():
+    def for_d_3(values, mask):
+        total = (values * np.repeat(mask[:, :, None], 3, axis=2)).sum(axis=1)
+        return total / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+
+    assert_rejected(check_masked_mean, for_d_3, None)
+
+
+def test_masked_mean_rejects_an_answer_that_changes_the_mask():
+    def clears_mask(values, mask):
+        counts = np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        total = (values * mask[:, :, None]).sum(axis=1)
+        mask[:] = False
+        return total / counts
+
+    assert_rejected(check_masked_mean, clears_mask, "changed its input")

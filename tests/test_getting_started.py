@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 
 matplotlib.use("Agg")
@@ -58,7 +59,7 @@ def test_every_chapter_of_the_model_has_a_piece():
     assert chapters >= set(CHAPTERS.values()) - {2}  # 2 is the + circles
 
 
-@pytest.mark.parametrize("bad", ["attenton", 0, 9, 3.0, ["masking"]])
+@pytest.mark.parametrize("bad", ["attenton", 0, 9, 3.0, ["masking"], True])
 def test_highlight_refuses_what_is_not_a_chapter(bad):
     with pytest.raises(ValueError, match="highlight must be None"):
         draw_architecture(highlight=bad)
@@ -88,3 +89,11 @@ def test_intro_image_is_up_to_date(tmp_path):
     drawn = (tmp_path / "architecture.svg").read_text()
     committed = (ROOT / "book/images/architecture.svg").read_text()
     assert drawn == committed, "run python book/images/draw_images.py"
+
+
+def test_highlight_takes_a_numpy_chapter_number_and_ax_must_be_an_axes():
+    by_numpy = _box_colours(draw_architecture(highlight=np.int64(5)))
+    assert by_numpy == _box_colours(draw_architecture(highlight=5))
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        draw_architecture(ax="left")
+    plt.close("all")

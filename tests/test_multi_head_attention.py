@@ -412,3 +412,17 @@ def test_importing_the_package_does_not_load_the_benchmark_code():
     )
     assert result.stdout.split() == ["False"]
     assert result.stderr == ""
+
+
+def test_sizes_may_be_numpy_integers_and_flags_must_be_bools(mha):
+    """d_model read from a NumPy shape works; bias="yes", is_causal=1 and
+    return_weights=1 are refused by name, not accepted or passed to PyTorch."""
+    module = MultiHeadAttention(np.int64(24), np.int64(4))
+    assert (module.d_model, module.n_heads) == (24, 4)
+    assert type(module.d_k) is int
+    with pytest.raises(TypeError, match="bias must be True or False"):
+        MultiHeadAttention(24, 4, bias="yes")
+    x = torch.randn(2, 3, 24)
+    for flag in ("is_causal", "return_weights"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False"):
+            mha(x, x, x, **{flag: 1})

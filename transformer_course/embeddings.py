@@ -41,6 +41,7 @@ def tokenize(text: str) -> list[str]:
 
 # %% ../book/01_embeddings.ipynb #bb6051e1
 from collections.abc import Iterable
+from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # gensim is imported when a model is trained
@@ -48,7 +49,8 @@ if TYPE_CHECKING:  # gensim is imported when a model is trained
 
 
 def _check_count(name: str, value, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    integer = isinstance(value, Integral) and not isinstance(value, bool)
+    if not integer or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
@@ -82,6 +84,9 @@ def train_word2vec(
         ("epochs", epochs),
     ]:
         _check_count(name, value)
+    if isinstance(sample, bool) or not isinstance(sample, Real):
+        raise TypeError(f"sample must be a number >= 0, got {sample!r}")
+    _check_count("seed", seed, minimum=0)
     if not sample >= 0:
         raise ValueError(f"sample must be >= 0, got {sample!r}")
     from gensim.models import Word2Vec

@@ -69,6 +69,8 @@ def _pieces() -> list[_Piece]:
     ]
 
 # %% ../book/00_getting_started.ipynb #cell-017
+from numbers import Integral
+
 _INK, _FAINT, _ACCENT = "#222222", "#aaaaaa", "#b5360c"
 
 
@@ -78,8 +80,10 @@ def _chapter_number(highlight: str | int | None) -> int | None:
         return None
     if isinstance(highlight, str) and highlight in CHAPTERS:
         return CHAPTERS[highlight]
-    if isinstance(highlight, int) and highlight in CHAPTERS.values():
-        return highlight
+    # a bool is an int to Python, but True is no chapter number
+    number = isinstance(highlight, Integral) and not isinstance(highlight, bool)
+    if number and highlight in CHAPTERS.values():
+        return int(highlight)
     raise ValueError(
         "highlight must be None, a chapter number from 1 to 8 or one of "
         f"{', '.join(CHAPTERS)}; got {highlight!r}"
@@ -271,6 +275,10 @@ def draw_architecture(highlight: str | int | None = None, ax=None):
     chapter = _chapter_number(highlight)
     if ax is None:
         _, ax = plt.subplots(figsize=(7.0, 7.6))
+    elif not isinstance(ax, plt.Axes):
+        raise TypeError(
+            f"ax must be a matplotlib Axes, got {type(ax).__name__}"
+        )
     pen = _Pen(ax, chapter)
     pieces = _pieces()
     _draw_stacks(pen, pieces)

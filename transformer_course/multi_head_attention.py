@@ -5,7 +5,7 @@ __all__ = ['MASK_SHAPES', 'MultiHeadAttention', 'FusedCausalAttention', 'benchma
 
 # %% ../book/05_multi_head_attention.ipynb #cell-021
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -82,12 +82,13 @@ class MultiHeadAttention(nn.Module):
         for name, value in (("d_model", d_model), ("n_heads", n_heads)):
             if (
                 isinstance(value, bool)
-                or not isinstance(value, int)
+                or not isinstance(value, Integral)
                 or value < 1
             ):
                 raise ValueError(
                     f"{name} must be a positive integer, got {value!r}"
                 )
+        d_model, n_heads = int(d_model), int(n_heads)  # e.g. from NumPy
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by n_heads={n_heads}"
@@ -96,6 +97,8 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(f"dropout must be a float, got {dropout!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias must be True or False, got {bias!r}")
         self.d_model, self.n_heads, self.d_k = (
             d_model,
             n_heads,
@@ -135,6 +138,12 @@ class MultiHeadAttention(nn.Module):
         is_causal: query i attends to keys 0..i only (needs T_q == T_k).
         return_weights: also return the (B, h, T_q, T_k) attention weights.
         """
+        for name, flag in [
+            ("is_causal", is_causal),
+            ("return_weights", return_weights),
+        ]:
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
         for name, x in (("query", query), ("key", key), ("value", value)):
             _check_input(name, x, self.d_model, self.q_proj.weight.dtype)
         (B, T_q, _), T_k = query.shape, key.size(1)

@@ -168,9 +168,13 @@ def check_masked_mean(
     cube_mask = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 0]], dtype=bool)
     batch = np.arange(24.0).reshape(2, 4, 3) / 4
     batch_mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=bool)
+    # d = 2, so that an answer written for d = 3 is caught
+    pairs = np.arange(12.0).reshape(2, 3, 2) - 3.0
+    pairs_mask = np.array([[1, 0, 1], [0, 0, 0]], dtype=bool)
+    cases = ((cube, cube_mask), (batch, batch_mask), (pairs, pairs_mask))
 
     def run_cases() -> None:
-        for values, mask in ((cube, cube_mask), (batch, batch_mask)):
+        for values, mask in cases:
             given = values.copy(), mask.copy()
             with np.errstate(all="ignore"):
                 got = _call(masked_mean, name, *given)
@@ -238,6 +242,7 @@ def check_masked_mean(
                             )
                         )
             _expect_unchanged(name, given[0], values)
+            _expect_unchanged(name, given[1], mask)
             shown = [values, mask]
             _expect_close(
                 name, shown, got, _masked_mean(values, mask), mistakes
