@@ -265,3 +265,11 @@ def test_masked_mean_rejects_an_answer_that_changes_the_mask():
         return total / counts
 
     assert_rejected(check_masked_mean, clears_mask, "changed its input")
+
+
+def test_logsumexp_names_a_maximum_added_with_its_kept_axis():
+    def adds_kept_axis(x):
+        top = x.max(axis=1, keepdims=True)
+        return np.log(np.exp(x - top).sum(axis=1)) + top  # (n, n)
+
+    assert_rejected(check_logsumexp, adds_kept_axis, "broadcasts to (n, n)")

@@ -371,3 +371,10 @@ def test_most_similar_names_row_numbers_returned_instead_of_words():
         return [words.index(w) for w in ranked]
 
     assert_rejected(check_most_similar, indices, "return the words themselves")
+
+
+def test_skipgram_names_pairs_in_another_order():
+    def sorted_pairs(tokens, window):
+        return sorted(ch01._skipgram_reference(tokens, window))
+
+    assert_rejected(check_skipgram_pairs, sorted_pairs, "another order")

@@ -121,6 +121,12 @@ def check_logsumexp(logsumexp: Callable[[np.ndarray], np.ndarray]) -> None:
                         "maximum, so that the largest term is exp(0) = 1.",
                     ),
                     (
+                        np.log(np.exp(x - top).sum(axis=1)) + top,
+                        "a sum of shape (n,) plus a maximum of shape (n, 1) "
+                        "broadcasts to (n, n): add top[:, 0], or keep the "
+                        "axis in both (keepdims=True) and drop it at the end.",
+                    ),
+                    (
                         _logsumexp(x)[:, None],
                         "return one number per row, shape (n,): drop the kept "
                         "axis at the end (result[:, 0] or keepdims=False).",

@@ -114,6 +114,15 @@ def check_skipgram_pairs(
                     "each pair is (centre, context): the centre comes first.",
                 ),
             ]
+            if sorted(expected) != expected:
+                mistakes.append(
+                    (
+                        sorted(expected),
+                        "the right pairs in another order: keep the text's "
+                        "order, centre by centre, each centre's contexts left "
+                        "to right.",
+                    )
+                )
             _expect_equal(name, [tokens, window], got, expected, mistakes)
 
     _verdict(name, "produces the skip-gram pairs.", run_cases)
