@@ -39,6 +39,16 @@ def _ffn(d, d_ff):
         (lambda d, f: 2 * _attention(d) + _ffn(d, f), "LayerNorms have"),
         (lambda d, f: 8 * d * d + 2 * d * f + 6 * d, "bias"),
         (lambda d, f: 6 * (d * d + d) + _ffn(d, f) + 6 * d, "W^O"),
+        (lambda d, f: _attention(d) + _ffn(d, f) + 4 * d, "encoder layer"),
+        (lambda d, f: 2 * _attention(d) + 2 * d * f + 6 * d, "two nn.Linear"),
+        (
+            lambda d, f: 2 * _attention(d) + 2 * d * f + f + 6 * d,
+            "second nn.Linear",
+        ),
+        (
+            lambda d, f: 2 * _attention(d) + _ffn(d, 4 * d) + 6 * d,
+            "not always 4 * d_model",
+        ),
         (lambda d, f: 2 * _attention(d) + _ffn(d, f) + 6 * d + 1, None),
         (
             lambda d, f: float(2 * _attention(d) + _ffn(d, f) + 6 * d) + 0.5,
@@ -52,6 +62,10 @@ def _ffn(d, d_ff):
         "no-norms",
         "no-biases",
         "three-projections",
+        "encoder-layer",
+        "ffn-no-biases",
+        "ffn-one-bias",
+        "d_ff-hard-coded",
         "off-by-one",
         "float",
     ],
@@ -69,6 +83,30 @@ def test_decoder_layer_parameters_rejects_known_mistakes(wrong_answer, hint):
         (lambda x, f, norm: f(norm(x)), "residual connection is missing"),
         (lambda x, f, norm: x + f(x), "LayerNorm is missing"),
         (lambda x, f, norm: x.add_(f(norm(x))), "changed"),
+        (lambda x, f, norm: norm(x + f(norm(x))), "not normalised again"),
+        (lambda x, f, norm: x + norm(f(norm(x))), "not its output too"),
+        (
+            lambda x, f, norm: x + f(torch.nn.LayerNorm(x.size(-1))(x)),
+            "use the LayerNorm you are given",
+        ),
+        (
+            lambda x, f, norm: (
+                x
+                + f(
+                    (x - x.mean(-1, keepdim=True))
+                    / x.std(-1, keepdim=True)
+                    * norm.weight
+                    + norm.bias
+                )
+            ),
+            "unbiased",
+        ),
+        (lambda x, f, norm: (x + f(norm(x))).tolist(), "tolist"),
+        (lambda x, f, norm: (x + f(norm(x)), x), "tuple"),
+        (
+            lambda x, f, norm: x + f(norm(x)) if x.size(-1) == 8 else x,
+            None,
+        ),
     ],
     ids=[
         "post-ln",
@@ -77,32 +115,68 @@ def test_decoder_layer_parameters_rejects_known_mistakes(wrong_answer, hint):
         "no-residual",
         "no-norm",
         "in-place",
+        "norm-on-sum",
+        "norm-before-and-after",
+        "fresh-layer-norm",
+        "unbiased-std",
+        "list",
+        "tuple",
+        "test-size-only",
     ],
 )
 def test_pre_ln_sublayer_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_pre_ln_sublayer, wrong_answer, hint)
 
 
-def _decoder(self_mask, keys_values, cross_mask):
-    """A decoder-layer forward with other masks or keys/values."""
+def _decoder(self_mask, keys_values, cross_mask, queries="y"):
+    """A decoder-layer forward with other masks, queries or keys/values."""
 
     def forward(layer, x, memory, memory_mask):
         T = x.size(1)
         causal = torch.ones(T, T, dtype=torch.bool).tril()
-        mask = {"causal": causal, "none": None}[self_mask]
+        mask = {
+            "causal": causal,
+            "none": None,
+            "triu": ~causal,
+            "memory": memory_mask,
+        }[self_mask]
         y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, mask))
 
         def cross(z):
             keys = z if keys_values[0] == "y" else memory
             values = z if keys_values[1] == "y" else memory
-            return layer.cross_attn(
-                z, keys, values, memory_mask if cross_mask else None
-            )
+            query = z if queries == "y" else memory
+            cross = {True: memory_mask, False: None, "inverted": ~memory_mask}
+            return layer.cross_attn(query, keys, values, cross[cross_mask])
 
         y = layer.residual2(y, cross)
         return layer.residual3(y, layer.feed_forward)
 
     return forward
+
+
+def _cross_first(layer, x, memory, mask):
+    x = layer.residual1(x, lambda y: layer.cross_attn(y, memory, memory, mask))
+    x = layer.residual2(x, lambda y: layer.self_attn(y, y, y, is_causal=True))
+    return layer.residual3(x, layer.feed_forward)
+
+
+def _no_feed_forward(layer, x, memory, mask):
+    x = layer.residual1(x, lambda y: layer.self_attn(y, y, y, is_causal=True))
+    return layer.residual2(
+        x, lambda y: layer.cross_attn(y, memory, memory, mask)
+    )
+
+
+def _residual1_twice(layer, x, memory, mask):
+    # the same LayerNorm for two sub-layers: caught only if their gammas differ
+    x = layer.residual1(x, lambda y: layer.self_attn(y, y, y, is_causal=True))
+    x = layer.residual1(x, lambda y: layer.cross_attn(y, memory, memory, mask))
+    return layer.residual3(x, layer.feed_forward)
+
+
+def _in_place(layer, x, memory, mask):
+    return x.copy_(layer(x, memory, mask))
 
 
 @pytest.mark.parametrize(
@@ -114,6 +188,19 @@ def _decoder(self_mask, keys_values, cross_mask):
         (_decoder("causal", "ym", True), "keys come from the decoder"),
         (lambda layer, x, memory, mask: layer(x, memory), "memory_mask"),
         (lambda layer, x, memory, mask: x, None),
+        (_decoder("causal", "my", True), "values come from the decoder"),
+        (_decoder("causal", "mm", "inverted"), "memory mask is inverted"),
+        (_decoder("triu", "mm", True), "causal mask is inverted"),
+        (_decoder("memory", "mm", True), "belongs to the"),
+        (_decoder("causal", "yy", True, queries="m"), "queries from the"),
+        (_cross_first, "wrong order"),
+        (_no_feed_forward, "residual3"),
+        (_residual1_twice, None),
+        (
+            lambda layer, x, memory, mask: layer(x, memory, mask).tolist(),
+            "tolist",
+        ),
+        (_in_place, "changed"),
     ],
     ids=[
         "keys-from-decoder",
@@ -122,6 +209,16 @@ def _decoder(self_mask, keys_values, cross_mask):
         "keys-only",
         "layer-no-mask",
         "identity",
+        "values-from-decoder",
+        "inverted-memory-mask",
+        "inverted-causal-mask",
+        "memory-mask-in-self-attention",
+        "memory-as-queries",
+        "cross-attention-first",
+        "no-feed-forward",
+        "residual1-twice",
+        "list",
+        "in-place",
     ],
 )
 def test_decoder_layer_forward_rejects_known_mistakes(wrong_answer, hint):
@@ -139,6 +236,11 @@ def test_decoder_layer_forward_reports_the_bug_that_crashes():
     )
 
 
+def _append_eos(ids, bos, eos):
+    ids.append(eos)  # the caller's sentence now ends with eos_id
+    return [bos, *ids[:-1]], ids
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -150,6 +252,18 @@ def test_decoder_layer_forward_reports_the_bug_that_crashes():
         (lambda ids, bos, eos: ([bos, *ids], [bos, *ids]), "shifted left"),
         (lambda ids, bos, eos: ([1, *ids], [*ids, 2]), None),
         (lambda ids, bos, eos: [[bos, *ids], [*ids, eos]], None),
+        (_append_eos, "changed ids in place"),
+        (
+            lambda ids, bos, eos: (
+                torch.tensor([[bos, *ids]]),
+                torch.tensor([[*ids, eos]]),
+            ),
+            "no batch dimension",
+        ),
+        (lambda ids, bos, eos: ([bos, *ids[:-1]], [*ids[1:], eos]), "lost"),
+        (lambda ids, bos, eos: ([bos, *ids], [eos, *ids]), "end of the target"),
+        (lambda ids, bos, eos: [bos, *ids, eos], "not the framed sentence"),
+        (lambda ids, bos, eos: ("1 6 7", "6 7 2"), None),
     ],
     ids=[
         "no-shift",
@@ -160,6 +274,12 @@ def test_decoder_layer_forward_reports_the_bug_that_crashes():
         "same-list",
         "hard-coded-ids",
         "list-not-tuple",
+        "append-in-place",
+        "batch-dimension",
+        "words-lost",
+        "eos-first",
+        "framed-only",
+        "strings",
     ],
 )
 def test_teacher_forcing_rejects_known_mistakes(wrong_answer, hint):
@@ -182,6 +302,22 @@ ACCEPTED = [
 ]
 
 OTHER_RIGHT_ANSWERS = [
+    (
+        check_pre_ln_sublayer,
+        lambda x, sublayer, norm: (x + sublayer(norm(x))).double(),
+    ),
+    (
+        check_pre_ln_sublayer,
+        lambda x, sublayer, norm: (
+            x
+            + sublayer(
+                (x - x.mean(-1, keepdim=True))
+                / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + norm.eps)
+                * norm.weight
+                + norm.bias
+            )
+        ),
+    ),
     (
         check_decoder_layer_parameters,
         lambda d, f: count_parameters(DecoderLayer(d, 1, f)),

@@ -9,6 +9,7 @@ from transformer_course.exercises._core import (
     _expect_close,
     _expect_equal,
     _fail,
+    _Label,
     _verdict,
 )
 
@@ -27,6 +28,23 @@ def _numpy(value):
     if isinstance(value, torch.Tensor):
         return value.detach().cpu().double().numpy()
     return value
+
+
+def _expect_tensor(name: str, inputs, got, shape) -> None:
+    """Reject a list, a NumPy array or a number where a tensor is expected;
+    a tuple or None is left to `_expect_close`, which names it."""
+    import torch
+
+    if got is None or isinstance(got, (tuple, torch.Tensor)):
+        return
+    _fail(
+        name,
+        f"returned a {type(got).__name__}; expected a tensor of shape "
+        f"{tuple(shape)}.",
+        inputs,
+        "keep the result a torch.Tensor: no .tolist(), .numpy() or "
+        ".item() at the end.",
+    )
 
 
 def check_decoder_layer_parameters(decoder_layer_parameters: Callable) -> None:
@@ -55,7 +73,28 @@ def check_decoder_layer_parameters(decoder_layer_parameters: Callable) -> None:
                 ),
                 (
                     2 * attention + ffn,
-                    "the LayerNorms have parameters too: 2 * d_model each.",
+                    "the LayerNorms have parameters too: 2 * d_model each (the "
+                    "same 6 * d_model is missing if each attention has only one "
+                    "bias: W^Q, W^K, W^V and W^O have one each).",
+                ),
+                (
+                    attention + ffn + 2 * norm,
+                    "that is an encoder layer: the decoder layer adds a "
+                    "cross-attention and a third LayerNorm.",
+                ),
+                (
+                    2 * attention + 2 * d * d_ff + 3 * norm,
+                    "the feed-forward network's two nn.Linear have biases: "
+                    "d_ff and d_model.",
+                ),
+                (
+                    2 * attention + 2 * d * d_ff + d_ff + 3 * norm,
+                    "the feed-forward network's second nn.Linear has a bias "
+                    "too: d_model.",
+                ),
+                (
+                    2 * attention + 2 * d * 4 * d + 5 * d + 3 * norm,
+                    "use d_ff as given: it is not always 4 * d_model.",
                 ),
                 (
                     2 * 4 * d * d + 2 * d * d_ff + 3 * norm,
@@ -73,81 +112,132 @@ def check_decoder_layer_parameters(decoder_layer_parameters: Callable) -> None:
     _verdict(name, "counts every weight, bias and LayerNorm.", run_cases)
 
 
-def _sublayer_case(d_model: int = 8):
+def _sublayer_case(B: int = 2, T: int = 4, d_model: int = 8):
     """A LayerNorm with random gamma/beta, a feed-forward sub-layer, an input."""
     import torch
     from torch import nn
 
     from transformer_course.transformer import FeedForward
 
-    torch.manual_seed(0)  # _verdict restores the learner's random state
+    torch.manual_seed(d_model)  # _verdict restores the learner's random state
     norm = nn.LayerNorm(d_model)
     with torch.no_grad():
         norm.weight.uniform_(0.5, 2.0)
         norm.bias.uniform_(-1.0, 1.0)
     sublayer = FeedForward(d_model, 4 * d_model)
-    x = 3.0 + 2.0 * torch.randn(2, 4, d_model)  # far from normalised
+    x = 3.0 + 2.0 * torch.randn(B, T, d_model)  # far from normalised
     return x, sublayer, norm
 
 
 def check_pre_ln_sublayer(pre_ln_sublayer: Callable) -> None:
     """Check `pre_ln_sublayer(x, sublayer, norm)`: x + sublayer(norm(x))."""
-    import torch
-
     name = "pre_ln_sublayer"
 
     def run_cases() -> None:
-        x, sublayer, norm = _sublayer_case()
-        with torch.no_grad():
-            expected = x + sublayer(norm(x))
-            mistakes = [
-                (
-                    norm(x + sublayer(x)),
-                    "that is post-LN, the paper's order: pre-LN normalises the "
-                    "sub-layer's input and adds x afterwards.",
-                ),
-                (
-                    norm(x) + sublayer(norm(x)),
-                    "the residual path must carry x itself, not LayerNorm(x).",
-                ),
-                (
-                    x + norm(sublayer(x)),
-                    "normalise the sub-layer's input, not its output.",
-                ),
-                (
-                    sublayer(norm(x)),
-                    "the residual connection is missing: add x.",
-                ),
-                (x + sublayer(x), "the LayerNorm is missing."),
-            ]
-            inputs = ["x of shape (2, 4, 8)", "a FeedForward(8, 32)", "norm"]
-            original = x.clone()
-            got = _call(pre_ln_sublayer, name, x, sublayer, norm)
-            if not torch.equal(x, original):
-                _fail(name, "changed x in place; return a new tensor.", inputs)
-            _expect_close(
-                name,
-                inputs,
-                _numpy(got),
-                _numpy(expected),
-                [(_numpy(w), m) for w, m in mistakes],
-                atol=1e-5,
-            )
+        for B, T, d_model in [(2, 4, 8), (3, 5, 12)]:
+            _pre_ln_case(pre_ln_sublayer, name, B, T, d_model)
 
     _verdict(name, "normalises the input, then adds the residual.", run_cases)
 
 
-def _decoder_variant(layer, x, memory, self_mask, keys_values, cross_mask):
-    """DecoderLayer's computation with other masks, or with keys and values
-    taken from the decoder's states ("y") or the memory ("m")."""
+def _pre_ln_case(pre_ln_sublayer, name: str, B: int, T: int, d_model: int):
+    import torch
+    import torch.nn.functional as F
+
+    x, sublayer, norm = _sublayer_case(B, T, d_model)
+    with torch.no_grad():
+        expected = x + sublayer(norm(x))
+        unbiased = (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)
+        mistakes = [
+            (
+                norm(x + sublayer(x)),
+                "that is post-LN, the paper's order: pre-LN normalises the "
+                "sub-layer's input and adds x afterwards.",
+            ),
+            (
+                norm(x) + sublayer(norm(x)),
+                "the residual path must carry x itself, not LayerNorm(x).",
+            ),
+            (
+                x + norm(sublayer(x)),
+                "normalise the sub-layer's input, not its output.",
+            ),
+            (
+                sublayer(norm(x)),
+                "the residual connection is missing: add x.",
+            ),
+            (x + sublayer(x), "the LayerNorm is missing."),
+            (
+                norm(x + sublayer(norm(x))),
+                "normalise only the sub-layer's input: in pre-LN the sum "
+                "x + sublayer(norm(x)) is not normalised again.",
+            ),
+            (
+                x + norm(sublayer(norm(x))),
+                "normalise the sub-layer's input only, not its output too.",
+            ),
+            (
+                x + sublayer(F.layer_norm(x, (d_model,))),
+                "use the LayerNorm you are given, with its gamma and beta: "
+                "norm(x), not a new nn.LayerNorm or F.layer_norm.",
+            ),
+            (
+                x + sublayer(unbiased * norm.weight + norm.bias),
+                "LayerNorm divides by the biased standard deviation, "
+                "x.var(-1, unbiased=False); x.std() is unbiased.",
+            ),
+        ]
+        inputs = [
+            _Label(f"x of shape ({B}, {T}, {d_model})"),
+            _Label(f"a FeedForward({d_model}, {4 * d_model})"),
+            _Label("norm"),
+        ]
+        original = x.clone()
+        got = _call(pre_ln_sublayer, name, x, sublayer, norm)
+        if not torch.equal(x, original):
+            _fail(name, "changed x in place; return a new tensor.", inputs)
+        _expect_tensor(name, inputs, got, expected.shape)
+        _expect_close(
+            name,
+            inputs,
+            _numpy(got),
+            _numpy(expected),
+            [(_numpy(w), m) for w, m in mistakes],
+            atol=1e-5,
+        )
+
+
+def _decoder_variant(
+    layer,
+    x,
+    memory,
+    self_mask,
+    keys_values,
+    cross_mask,
+    feed_forward=True,
+    queries="y",
+):
+    """DecoderLayer's computation with other masks, with keys and values (or
+    queries) taken from the decoder's states ("y") or the memory ("m"), or
+    without its feed-forward sub-layer."""
     y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, self_mask))
 
     def cross(z):
+        query = z if queries == "y" else memory
         keys = z if keys_values[0] == "y" else memory
         values = z if keys_values[1] == "y" else memory
-        return layer.cross_attn(z, keys, values, cross_mask)
+        return layer.cross_attn(query, keys, values, cross_mask)
 
     y = layer.residual2(y, cross)
+    return layer.residual3(y, layer.feed_forward) if feed_forward else y
+
+
+def _cross_first(layer, x, memory, memory_mask):
+    """The decoder layer with its two attention sub-layers swapped."""
+    y = layer.residual1(
+        x, lambda z: layer.cross_attn(z, memory, memory, memory_mask)
+    )
+    y = layer.residual2(y, lambda z: layer.self_attn(z, z, z, is_causal=True))
     return layer.residual3(y, layer.feed_forward)
 
 
@@ -162,6 +252,10 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
     def run_cases() -> None:
         torch.manual_seed(0)  # _verdict restores the learner's random state
         layer = DecoderLayer(16, 4, 64).eval()
+        with torch.no_grad():  # three different LayerNorms, as after training
+            for residual in (layer.residual1, layer.residual2, layer.residual3):
+                residual.norm.weight.uniform_(0.5, 2.0)
+                residual.norm.bias.uniform_(-1.0, 1.0)
         for T_tgt, T_src in [(5, 5), (4, 7)]:
             x = torch.randn(2, T_tgt, 16)
             memory = torch.randn(2, T_src, 16)
@@ -189,7 +283,66 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                         "the self-attention sees the future: make it causal.",
                     ),
                 ]
+                mistakes += [
+                    (
+                        _decoder_variant(
+                            layer, x, memory, causal, "mm", ~memory_mask
+                        ),
+                        "the memory mask is inverted: in this book True means "
+                        "'may attend' (a real token), False a padded one.",
+                    ),
+                    (
+                        _decoder_variant(
+                            layer, x, memory, ~causal, "mm", memory_mask
+                        ),
+                        "the causal mask is inverted: in this book True means "
+                        "'may attend', so keep tril(); PyTorch's nn.Transformer "
+                        "uses the opposite convention.",
+                    ),
+                    (
+                        _cross_first(layer, x, memory, memory_mask),
+                        "the sub-layers are in the wrong order: masked "
+                        "self-attention first, then cross-attention, then "
+                        "the feed-forward network.",
+                    ),
+                    (
+                        _decoder_variant(
+                            layer, x, memory, causal, "mm", memory_mask, False
+                        ),
+                        "the feed-forward sub-layer (residual3) is missing.",
+                    ),
+                ]
                 if T_tgt == T_src:
+                    mistakes += [
+                        (
+                            _decoder_variant(
+                                layer, x, memory, causal, "my", memory_mask
+                            ),
+                            "the values come from the decoder's states: both keys "
+                            "and values must come from the memory.",
+                        ),
+                        (
+                            _decoder_variant(
+                                layer,
+                                x,
+                                memory,
+                                causal,
+                                "yy",
+                                memory_mask,
+                                queries="m",
+                            ),
+                            "the cross-attention takes its queries from the "
+                            "memory: queries come from the decoder, keys and "
+                            "values from the memory.",
+                        ),
+                        (
+                            _decoder_variant(
+                                layer, x, memory, memory_mask, "mm", memory_mask
+                            ),
+                            "memory_mask masks the source: it belongs to the "
+                            "cross-attention; the self-attention is causal.",
+                        ),
+                    ]
                     mistakes.append(
                         (
                             _decoder_variant(
@@ -209,14 +362,29 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                         )
                     )
                 inputs = [
-                    "a DecoderLayer(16, 4, 64)",
-                    f"x of shape (2, {T_tgt}, 16)",
-                    f"memory of shape (2, {T_src}, 16)",
-                    f"memory_mask of shape (2, 1, {T_src})",
+                    _Label("a DecoderLayer(16, 4, 64)"),
+                    _Label(f"x of shape (2, {T_tgt}, 16)"),
+                    _Label(f"memory of shape (2, {T_src}, 16)"),
+                    _Label(f"memory_mask of shape (2, 1, {T_src})"),
                 ]
+                given = (x.clone(), memory.clone(), memory_mask.clone())
                 got = _call(
                     decoder_layer_forward, name, layer, x, memory, memory_mask
                 )
+                if not all(
+                    torch.equal(a, b)
+                    for a, b in zip(
+                        given, (x, memory, memory_mask), strict=True
+                    )
+                ):
+                    _fail(
+                        name,
+                        "changed its inputs in place; return a new tensor.",
+                        inputs,
+                        "copy_(), +=, masked_fill_() and x[...] = write into "
+                        "the caller's tensor.",
+                    )
+                _expect_tensor(name, inputs, got, expected.shape)
                 _expect_close(
                     name,
                     inputs,
@@ -227,6 +395,30 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                 )
 
     _verdict(name, "reads the source through the memory.", run_cases)
+
+
+def _as_id_lists(name: str, inputs, got):
+    """A pair of tensors, arrays or tuples of ids as a pair of int lists;
+    anything else unchanged, for `_expect_equal` to describe."""
+    if not (isinstance(got, tuple) and len(got) == 2):
+        return got
+    parts = []
+    for part in got:
+        if getattr(part, "ndim", 1) > 1:
+            _fail(
+                name,
+                f"returned a part of shape {tuple(part.shape)}; expected a "
+                "list of ids.",
+                inputs,
+                "one sentence, no batch dimension: return two flat lists.",
+            )
+        if isinstance(part, (str, bytes)) or not hasattr(part, "__iter__"):
+            return got
+        try:
+            parts.append([int(i) for i in part])
+        except (TypeError, ValueError):
+            return got
+    return tuple(parts)
 
 
 def check_teacher_forcing(teacher_forcing: Callable) -> None:
@@ -268,14 +460,36 @@ def check_teacher_forcing(teacher_forcing: Callable) -> None:
                     "the target is the input shifted left by one position.",
                 ),
             ]
-            got = _call(teacher_forcing, name, list(ids), bos, eos)
-            if isinstance(got, tuple) and len(got) == 2:
-                got = tuple(
-                    [int(i) for i in part]
-                    if hasattr(part, "__iter__")
-                    else part
-                    for part in got
+            mistakes += [
+                (
+                    ([bos, *ids[:-1]], [*ids[1:], eos]),
+                    "words are lost: the input drops the last word and the "
+                    "target the first; input = [bos_id] + ids, target = ids "
+                    "+ [eos_id].",
+                ),
+                (
+                    ([bos, *ids], [eos, *ids]),
+                    "eos_id goes at the end of the target, after the last word.",
+                ),
+                (
+                    [bos, *ids, eos],
+                    "return the two lists (decoder_input, target), not the "
+                    "framed sentence: the input drops its last token, the "
+                    "target its first.",
+                ),
+            ]
+            given = list(ids)
+            got = _call(teacher_forcing, name, given, bos, eos)
+            if given != ids:
+                _fail(
+                    name,
+                    f"changed ids in place: it is now {given!r}; return new "
+                    "lists.",
+                    [ids, bos, eos],
+                    "append() and insert() change the caller's list; build "
+                    "new ones: [bos_id] + ids, ids + [eos_id].",
                 )
+            got = _as_id_lists(name, [ids, bos, eos], got)
             _expect_equal(
                 name,
                 [ids, bos, eos],
