@@ -10,6 +10,7 @@ Public names by chapter; import them from the package itself, for example
 - chapter 4, Masking: causal_mask, padding_mask
 - chapter 5, Multi-head attention: MultiHeadAttention
 - chapter 6, The Transformer: TransformerConfig, Transformer, EncoderLayer, DecoderLayer, FeedForward, Residual, count_parameters
+- chapter 8, Decoding and evaluation: greedy_decode, beam_search, bleu, exact_match_score
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
@@ -23,6 +24,12 @@ __version__ = "0.0.1"
 # The public names of the book (see DESIGN.md), importable from the package itself.
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
 from transformer_course.attention import scaled_dot_product_attention, softmax
+from transformer_course.decoding import (
+    beam_search,
+    bleu,
+    exact_match_score,
+    greedy_decode,
+)
 from transformer_course.embeddings import tokenize
 from transformer_course.getting_started import draw_architecture, get_device
 from transformer_course.masking import causal_mask, padding_mask
@@ -51,9 +58,13 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "causal_mask",
+    "beam_search",
+    "bleu",
     "count_parameters",
     "draw_architecture",
+    "exact_match_score",
     "get_device",
+    "greedy_decode",
     "padding_mask",
     "positional_encoding",
     "scaled_dot_product_attention",

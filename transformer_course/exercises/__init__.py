@@ -57,6 +57,11 @@ from transformer_course.exercises.ch06 import (
     check_pre_ln_sublayer,
     check_teacher_forcing,
 )
+from transformer_course.exercises.ch08 import (
+    check_beam_step,
+    check_brevity_penalty_multi,
+    check_clipped_matches_multi,
+)
 
 __all__ = [
     "ExerciseError",
@@ -88,4 +93,7 @@ __all__ = [
     "check_pre_ln_sublayer",
     "check_decoder_layer_forward",
     "check_teacher_forcing",
+    "check_clipped_matches_multi",
+    "check_brevity_penalty_multi",
+    "check_beam_step",
 ]
