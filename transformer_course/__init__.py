@@ -11,6 +11,7 @@ Public names by chapter; import them from the package itself, for example
 - chapter 5, Multi-head attention: MultiHeadAttention
 - chapter 6, The Transformer: TransformerConfig, Transformer, EncoderLayer, DecoderLayer, FeedForward, Residual, count_parameters
 - chapter 8, Decoding and evaluation: greedy_decode, beam_search, bleu, exact_match_score
+- chapter 9, Beyond the paper: online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, greedy_decode_kv, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
@@ -24,6 +25,14 @@ __version__ = "0.0.1"
 # The public names of the book (see DESIGN.md), importable from the package itself.
 # Everything but this list and exercises.py is exported from the chapters by nbdev.
 from transformer_course.attention import scaled_dot_product_attention, softmax
+from transformer_course.beyond import (
+    DecoderCache,
+    GroupedQueryAttention,
+    greedy_decode_kv,
+    kv_cache_bytes,
+    online_softmax_attention,
+    rope,
+)
 from transformer_course.decoding import (
     beam_search,
     bleu,
@@ -49,24 +58,30 @@ from transformer_course.transformer import (
 )
 
 __all__ = [
+    "DecoderCache",
     "DecoderLayer",
     "EncoderLayer",
     "FeedForward",
+    "GroupedQueryAttention",
     "MultiHeadAttention",
     "PositionalEncoding",
     "Residual",
     "Transformer",
     "TransformerConfig",
-    "causal_mask",
     "beam_search",
     "bleu",
+    "causal_mask",
     "count_parameters",
     "draw_architecture",
     "exact_match_score",
     "get_device",
     "greedy_decode",
+    "greedy_decode_kv",
+    "kv_cache_bytes",
+    "online_softmax_attention",
     "padding_mask",
     "positional_encoding",
+    "rope",
     "scaled_dot_product_attention",
     "softmax",
     "tokenize",

@@ -62,6 +62,12 @@ from transformer_course.exercises.ch08 import (
     check_brevity_penalty_multi,
     check_clipped_matches_multi,
 )
+from transformer_course.exercises.ch09 import (
+    check_kv_cache_size,
+    check_online_softmax_update,
+    check_repeat_kv_heads,
+    check_rope_half,
+)
 
 __all__ = [
     "ExerciseError",
@@ -96,4 +102,8 @@ __all__ = [
     "check_clipped_matches_multi",
     "check_brevity_penalty_multi",
     "check_beam_step",
+    "check_online_softmax_update",
+    "check_kv_cache_size",
+    "check_repeat_kv_heads",
+    "check_rope_half",
 ]

@@ -1,0 +1,169 @@
+"""Fused attention (F.scaled_dot_product_attention) against the explicit softmax.
+
+    python benchmarks/fused_attention.py [--lengths 128 256 512 1024 2048]
+        [--repeats 5] [--threads 1] [--write benchmarks/results]
+
+Causal self-attention on (B, h, T, d_k) = (4, 8, T, 32), one forward and one
+backward pass, the fastest of --repeats calls (times from one run; compare the
+ratios, not the milliseconds). Memory: on the CPU, the bytes autograd keeps
+for the backward pass (deterministic); on a CUDA GPU, the peak of allocated
+memory during the call above what the inputs take. Runs on the CPU, and on the
+GPU too when PyTorch finds one, in float32 and there also float16 and
+bfloat16, with the kernels each dtype can use (torch.nn.attention.sdpa_kernel).
+--write DIR writes a Markdown table to DIR/fused_attention_<device>.md.
+"""
+
+import argparse
+import datetime
+import platform
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from transformer_course.beyond import explicit_attention, saved_tensor_bytes
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+B, H, D_K = 4, 8, 32
+
+
+def fused(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def explicit(q, k, v):
+    return explicit_attention(q, k, v, is_causal=True)
+
+
+def _sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure(fn, T, device, dtype, repeats):
+    """(seconds, memory in bytes) of fn(q, k, v).sum().backward()."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (
+        torch.randn(
+            B, H, T, D_K, generator=g, device=device, dtype=dtype
+        ).requires_grad_()
+        for _ in range(3)
+    )
+    fn(q, k, v).sum().backward()  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        fn(q, k, v).sum().backward()
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn(q, k, v).sum().backward()
+        _sync(device)
+        memory = torch.cuda.max_memory_allocated() - base
+    else:
+        memory = saved_tensor_bytes(fn, q, k, v)
+    return best, memory
+
+
+def kernels(device, dtype):
+    """The SDPA backends that accept causal (4, 8, 256, 32) inputs of dtype."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(B, H, 256, D_K, device=device, dtype=dtype)
+    found = []
+    for backend in (
+        SDPBackend.FLASH_ATTENTION,
+        SDPBackend.EFFICIENT_ATTENTION,
+        SDPBackend.CUDNN_ATTENTION,
+        SDPBackend.MATH,
+    ):
+        try:
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, q, q, is_causal=True)
+            found.append(backend.name)
+        except RuntimeError:
+            pass
+    return found
+
+
+def run(device, dtypes, lengths, repeats):
+    lines = []
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        lines.append(
+            f"\n### {name}; kernels that run: {', '.join(kernels(device, dtype))}\n"
+        )
+        lines.append(
+            "| T | explicit ms | fused ms | time ratio | explicit MiB "
+            "| fused MiB | memory ratio |"
+        )
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|")
+        for T in lengths:
+            t_e, m_e = measure(explicit, T, device, dtype, repeats)
+            t_f, m_f = measure(fused, T, device, dtype, repeats)
+            lines.append(
+                f"| {T} | {t_e * 1e3:.2f} | {t_f * 1e3:.2f} | {t_e / t_f:.1f} "
+                f"| {m_e / 2**20:.1f} | {m_f / 2**20:.2f} | {m_e / m_f:.1f} |"
+            )
+            print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--lengths", type=int, nargs="+", default=[128, 256, 512, 1024, 2048]
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--write", type=Path, default=None)
+    parser.add_argument("--no-cpu", action="store_true", help="GPU only")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    devices = [] if args.no_cpu else ["cpu"]
+    devices += ["cuda"] if torch.cuda.is_available() else []
+    for device in devices:
+        if device == "cuda":
+            label = torch.cuda.get_device_name()
+            dtypes = [torch.float32, torch.float16, torch.bfloat16]
+            memory = "peak allocated memory during the call"
+        else:
+            label = f"{cpu_name()} CPU"
+            label += f", {args.threads} thread(s)"
+            dtypes = [torch.float32]
+            memory = "bytes kept for the backward pass"
+        header = [
+            f"# Fused vs explicit attention on {label}, "
+            f"{datetime.date.today()}",
+            "",
+            f"Causal, (B, h, T, d_k) = ({B}, {H}, T, {D_K}), forward + backward,"
+            f" fastest of {args.repeats}; memory: {memory}; "
+            f"torch {torch.__version__}. Ratios: explicit / fused.",
+        ]
+        print("\n".join(header), flush=True)
+        lines = header + run(device, dtypes, args.lengths, args.repeats)
+        if args.write:
+            args.write.mkdir(parents=True, exist_ok=True)
+            kind = "cuda" if device == "cuda" else "cpu"
+            path = args.write / f"fused_attention_{kind}.md"
+            path.write_text("\n".join(lines) + "\n")
+            print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Chapter 9's library: online softmax, RoPE, grouped-query attention, KV cache."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course import (
+    MultiHeadAttention,
+    Transformer,
+    TransformerConfig,
+    scaled_dot_product_attention,
+)
+from transformer_course.beyond import (
+    DecoderCache,
+    GroupedQueryAttention,
+    explicit_attention,
+    greedy_decode_kv,
+    kv_cache_bytes,
+    online_softmax_attention,
+    repeat_kv,
+    rope,
+    saved_tensor_bytes,
+)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 6, 3), (1, 1, 3)])
+@pytest.mark.parametrize("block_size", [1, 2, 5, 100])
+def test_online_softmax_equals_chapter_3(shape, block_size):
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=shape) * 50
+    k, v = rng.normal(size=shape), rng.normal(size=shape[:-1] + (2,))
+    expected, _ = scaled_dot_product_attention(q, k, v)
+    got = online_softmax_attention(q, k, v, block_size)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_online_softmax_rejects_bad_block_size():
+    q = np.ones((2, 2))
+    with pytest.raises(ValueError, match="positive"):
+        online_softmax_attention(q, q, q, 0)
+    with pytest.raises(TypeError, match="int"):
+        online_softmax_attention(q, q, q, 2.0)
+
+
+def test_fused_keeps_no_t_by_t_tensor():
+    q, k, v = (torch.randn(1, 2, 64, 8, requires_grad=True) for _ in range(3))
+    fused = saved_tensor_bytes(
+        lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v
+    )
+    explicit = saved_tensor_bytes(
+        lambda *a: explicit_attention(*a, is_causal=True), q, k, v
+    )
+    assert explicit >= 2 * 64 * 64 * 4 > fused
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(out, explicit_attention(q, k, v, True))
+
+
+@pytest.mark.parametrize("offset", [1, 7, 300])
+def test_rope_scores_depend_only_on_the_offset(offset):
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(2, 3, 12, 8, generator=g, dtype=torch.float64)
+    scores = rope(q) @ rope(k).transpose(-1, -2)
+    positions = torch.arange(12) + offset
+    shifted = rope(q, positions) @ rope(k, positions).transpose(-1, -2)
+    torch.testing.assert_close(scores, shifted, rtol=0, atol=1e-10)
+    torch.testing.assert_close(rope(q).norm(dim=-1), q.norm(dim=-1))
+
+
+def test_rope_rotates_one_pair_by_the_angle():
+    x = torch.tensor([[1.0, 0.0, 1.0, 0.0]]).repeat(3, 1)
+    out = rope(x, torch.tensor([0, 1, 2]), base=100.0)
+    # pair 0 turns by p, pair 1 by p / 100 ** 0.5 = p / 10
+    for p in range(3):
+        assert torch.allclose(
+            out[p, :2], torch.tensor([np.cos(p), np.sin(p)]).float()
+        )
+        angle = p / 10
+        assert torch.allclose(
+            out[p, 2:], torch.tensor([np.cos(angle), np.sin(angle)]).float()
+        )
+    with pytest.raises(ValueError, match="even"):
+        rope(torch.ones(2, 3))
+
+
+def test_repeat_kv_groups_consecutive_heads():
+    x = torch.arange(2.0).view(1, 2, 1, 1)
+    assert repeat_kv(x, 3).flatten().tolist() == [0, 0, 0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("mask_kind", [None, "causal", "padding"])
+def test_gqa_with_all_heads_equals_multi_head_attention(mask_kind):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4).eval()
+    gqa = GroupedQueryAttention(32, 4).eval()
+    gqa.load_state_dict(mha.state_dict())
+    x = torch.randn(2, 5, 32)
+    mask = {
+        None: None,
+        "causal": torch.ones(5, 5, dtype=torch.bool).tril(),
+        "padding": torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]).bool()[
+            :, None
+        ],
+    }[mask_kind]
+    torch.testing.assert_close(gqa(x, x, x, mask), mha(x, x, x, mask))
+
+
+def test_gqa_fully_masked_query_gives_zero():
+    gqa = GroupedQueryAttention(16, 4, 2).eval()
+    x = torch.randn(1, 3, 16)
+    mask = torch.tensor([[True, False, False], [False] * 3, [True] * 3])
+    out = gqa(x, x, x, mask)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out[0, 1], gqa.out_proj.bias)
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
+def test_gqa_shapes_and_sizes(n_kv_heads):
+    gqa = GroupedQueryAttention(32, 4, n_kv_heads, rope=True)
+    x = torch.randn(2, 5, 32)
+    assert gqa(x, x, x, is_causal=True).shape == (2, 5, 32)
+    assert gqa.k_proj.out_features == n_kv_heads * 8
+
+
+@pytest.mark.parametrize("n_kv_heads", [3, 0, 2.0])
+def test_gqa_rejects_bad_n_kv_heads(n_kv_heads):
+    with pytest.raises((ValueError, TypeError), match="n_kv_heads"):
+        GroupedQueryAttention(32, 4, n_kv_heads)
+
+
+def test_from_multi_head_keeps_identical_groups():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    with torch.no_grad():
+        for proj in (mha.k_proj, mha.v_proj):
+            w = proj.weight.view(2, 2, 4, 16)
+            w.copy_(w[:, :1].expand_as(w))
+            b = proj.bias.view(2, 2, 4)
+            b.copy_(b[:, :1].expand_as(b))
+    gqa = GroupedQueryAttention.from_multi_head(mha, 2).eval()
+    x = torch.randn(1, 4, 16)
+    torch.testing.assert_close(gqa(x, x, x), mha(x, x, x))
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    config = TransformerConfig(
+        vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64
+    )
+    return Transformer(config).eval()
+
+
+def test_cached_greedy_equals_uncached():
+    model = _model()
+    src = torch.randint(3, 50, (3, 7))
+    src[0, 4:] = 0
+    cached = greedy_decode_kv(model, src, 20)
+    uncached = greedy_decode_kv(model, src, 20, use_cache=False)
+    assert torch.equal(cached, uncached)
+
+
+def test_cache_is_not_carried_between_sentences():
+    model = _model(1)
+    first, second = torch.randint(3, 50, (2, 1, 6))
+    alone = greedy_decode_kv(model, second, 12)
+    greedy_decode_kv(model, first, 12)
+    assert torch.equal(greedy_decode_kv(model, second, 12), alone)
+    with torch.no_grad():
+        memory, mask = model.encode(first)
+        cache = DecoderCache(model, memory, mask)
+        cache.next_token_log_probs(torch.ones(1, 3, dtype=torch.long))
+        with pytest.raises(ValueError, match="new DecoderCache"):
+            cache.next_token_log_probs(torch.ones(1, 2, dtype=torch.long))
+
+
+def test_cache_with_several_new_tokens_and_reorder():
+    model = _model(2)
+    src = torch.randint(3, 50, (2, 5))
+    tgt = torch.randint(3, 50, (2, 6))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        full = model.decode(tgt, memory, mask).log_softmax(-1)
+        cache = DecoderCache(model, memory, mask)
+        cache.next_token_log_probs(tgt[:, :3])
+        cache.reorder(torch.tensor([1, 0]))
+        got = cache.next_token_log_probs(tgt.flip(0))
+    torch.testing.assert_close(got, full.flip(0)[:, -1], atol=1e-5, rtol=1e-5)
+
+
+def test_cache_bytes_formula_matches_the_cache():
+    model = _model()
+    src = torch.randint(3, 50, (2, 5))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = DecoderCache(model, memory, mask)
+        cache.next_token_log_probs(torch.ones(2, 4, dtype=torch.long))
+    expected = kv_cache_bytes(2, 4, 8, 4, batch=2) + kv_cache_bytes(
+        2, 4, 8, 5, 2
+    )
+    assert cache.nbytes == expected
