@@ -57,7 +57,26 @@ from transformer_course.transformer import (
     count_parameters,
 )
 
+# Chapter 7 (transformer_course.train) loads on first use: imported here, it
+# would be in sys.modules before `python -m transformer_course.train` runs it.
+_TRAIN_NAMES = (
+    "BatchStream DownloadError Pair Run TrainConfig TranslationTask Vocabulary "
+    "chinese_numeral collate download english_number_words exact_match fit "
+    "grammar_pairs greedy_translate label_smoothed_loss load_checkpoint "
+    "make_task noam_lr save_checkpoint token_batches train_or_load"
+).split()
+
+
+def __getattr__(name):
+    if name in _TRAIN_NAMES:
+        from transformer_course import train as chapter7
+
+        return getattr(chapter7, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    *_TRAIN_NAMES,
     "DecoderCache",
     "DecoderLayer",
     "EncoderLayer",

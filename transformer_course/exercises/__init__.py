@@ -57,6 +57,12 @@ from transformer_course.exercises.ch06 import (
     check_pre_ln_sublayer,
     check_teacher_forcing,
 )
+from transformer_course.exercises.ch07 import (
+    check_annotated_smoothing,
+    check_half_peak_steps,
+    check_rng_checkpoint,
+    check_token_batches,
+)
 from transformer_course.exercises.ch08 import (
     check_beam_step,
     check_brevity_penalty_multi,
@@ -99,6 +105,10 @@ __all__ = [
     "check_pre_ln_sublayer",
     "check_decoder_layer_forward",
     "check_teacher_forcing",
+    "check_half_peak_steps",
+    "check_token_batches",
+    "check_annotated_smoothing",
+    "check_rng_checkpoint",
     "check_clipped_matches_multi",
     "check_brevity_penalty_multi",
     "check_beam_step",

@@ -1,0 +1,94 @@
+"""`python -m transformer_course.train`: exact resume across processes, and
+DistributedDataParallel on two CPU processes equal to one process."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+SMALL = [
+    "--task", "numbers", "--n-train", "400", "--d-model", "32", "--n-heads", "2", "--d-ff", "64",
+    "--max-tokens", "300", "--warmup", "4", "--eval-every", "3", "--threads", "1",
+    "--no-progress",
+]  # fmt: skip
+
+
+def _run(*args, module=("-m", "transformer_course.train")):
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "error::RuntimeWarning",
+    }
+    result = subprocess.run(
+        [sys.executable, *module, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _parameters(path):
+    return torch.load(path, map_location="cpu", weights_only=True)["model"]
+
+
+def test_help_lists_every_config_field():
+    from transformer_course.train import TrainConfig
+
+    out = _run("--help").stdout
+    for field in TrainConfig.__dataclass_fields__:
+        assert f"--{field.replace('_', '-')}" in out
+
+
+def test_resume_in_a_fresh_process_is_exact(tmp_path):
+    """k + m updates straight equal k updates, a checkpoint, and m more in a new
+    process: the same parameters, bit for bit (dropout on)."""
+    straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
+    _run(*SMALL, "--updates", "6", "--checkpoint", str(straight))
+    _run(*SMALL, "--updates", "3", "--checkpoint", str(split))
+    assert torch.load(split, weights_only=True)["step"] == 3
+    out = _run(*SMALL, "--updates", "6", "--checkpoint", str(split), "--resume")
+    assert "step 6" in out.stdout
+    a, b = _parameters(straight), _parameters(split)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+@pytest.mark.skipif(
+    not torch.distributed.is_available(), reason="no torch.distributed"
+)
+def test_two_processes_equal_one_with_the_same_global_batch(tmp_path):
+    """torchrun --nproc_per_node=2 (gloo) with one micro-batch per process
+    against one process accumulating two: the same parameters.
+
+    The keys' bias is left out: softmax ignores it, so its gradient is rounding
+    noise around 0, which Adam turns into steps of size lr in either direction
+    (the model's outputs do not depend on it)."""
+    common = [*SMALL, "--dropout", "0", "--updates", "5"]
+    one, two = tmp_path / "one.pt", tmp_path / "two.pt"
+    _run(*common, "--accumulate", "2", "--checkpoint", str(one))
+    _run(
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "transformer_course.train",
+        *common,
+        "--checkpoint",
+        str(two),
+        module=("-m", "torch.distributed.run"),
+    )
+    a, b = _parameters(one), _parameters(two)
+    compared = [name for name in a if not name.endswith("k_proj.bias")]
+    assert len(compared) > 20
+    for name in compared:
+        assert torch.allclose(a[name], b[name], atol=1e-5), (
+            name,
+            (a[name] - b[name]).abs().max().item(),
+        )
+    assert torch.load(two, weights_only=True)["step"] == 5
