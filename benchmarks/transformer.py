@@ -39,7 +39,8 @@ CONFIG = TransformerConfig(
 
 
 class TorchTransformer(nn.Module):
-    """nn.Transformer with the book's embeddings and output projection around it."""
+    """nn.Transformer with the book's embeddings and output projection around
+    it."""
 
     def __init__(self, model: Transformer):
         super().__init__()
@@ -121,18 +122,29 @@ def median(values: list[float]) -> float:
 
 def table(times: dict[str, list[float]], reference="nn.Transformer") -> str:
     """Markdown: median milliseconds, and the median over rounds of the ratio
-    to `reference` measured in the same round (back to back)."""
+    to `reference` measured in the same round (back to back), with a note line
+    that says so, and the range of the per-round ratios."""
     lines = ["| model | ms per step | ratio |", "|---|---:|---:|"]
+    spread = []
     for name, seconds in times.items():
         ratios = [a / b for a, b in zip(seconds, times[reference], strict=True)]
         lines.append(
             f"| {name} | {median(seconds) * 1e3:.1f} | {median(ratios):.2f} |"
         )
+        if name != reference:
+            spread.append(f"{name} {min(ratios):.2f}-{max(ratios):.2f}")
+    rounds = len(times[reference])
+    lines += [
+        "",
+        f"ms: median over {rounds} rounds; ratio: median of the per-round "
+        f"ratios (min-max: {', '.join(spread)}), so the two columns need not "
+        "agree.",
+    ]
     return "\n".join(lines)
 
 
 def cpu_name() -> str:
-    """The processor's model name where Linux tells it, else its architecture."""
+    """The processor's model name where Linux tells it, else the machine."""
     try:
         with open("/proc/cpuinfo") as file:
             for line in file:

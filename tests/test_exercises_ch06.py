@@ -8,14 +8,17 @@ from exercise_helpers import (
     assert_random_state_untouched,
     assert_rejected,
 )
+from torch import nn
 
-from transformer_course import DecoderLayer, count_parameters
+from transformer_course import DecoderLayer, EncoderLayer, count_parameters
 from transformer_course.exercises import ch06
 from transformer_course.exercises.ch06 import (
     check_decoder_layer_forward,
     check_decoder_layer_parameters,
+    check_pre_ln_encode,
     check_pre_ln_sublayer,
     check_teacher_forcing,
+    check_vocab_break_even,
 )
 
 
@@ -286,12 +289,131 @@ def test_teacher_forcing_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_teacher_forcing, wrong_answer, hint)
 
 
+def _encoder(d, n, f):
+    return n * (_attention(d) + _ffn(d, f) + 4 * d)
+
+
+def _vocab_break_even(d, n, f):
+    return _encoder(d, n, f) // d + 1
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda d, n, f: _encoder(d, n, f) // d, "MORE"),
+        (lambda d, n, f: -(-_encoder(d, n, f) // d), "MORE"),
+        (lambda d, n, f: _encoder(d, 1, f) // d + 1, "one encoder layer"),
+        (
+            lambda d, n, f: (
+                (
+                    _encoder(d, n, f)
+                    + n * (2 * _attention(d) + _ffn(d, f) + 6 * d)
+                )
+                // d
+                + 1
+            ),
+            "encoder only",
+        ),
+        (
+            lambda d, n, f: (
+                n * (2 * _attention(d) + _ffn(d, f) + 6 * d) // d + 1
+            ),
+            "that is the decoder",
+        ),
+        (
+            lambda d, n, f: n * (_attention(d) + _ffn(d, f)) // d + 1,
+            "LayerNorms have",
+        ),
+        (
+            lambda d, n, f: n * (4 * d * d + 2 * d * f + 4 * d) // d + 1,
+            "bias",
+        ),
+        (
+            lambda d, n, f: (_encoder(d, n, f) + 2 * d) // d + 1,
+            "no final LayerNorm",
+        ),
+        (
+            lambda d, n, f: (
+                n * (_attention(d) + _ffn(d, 4 * d) + 4 * d) // d + 1
+            ),
+            "not always 4 * d_model",
+        ),
+        (lambda d, n, f: _vocab_break_even(d, n, f) + 1, None),
+        (lambda d, n, f: _encoder(d, n, f) / d, None),
+    ],
+    ids=[
+        "as-many",
+        "ceil",
+        "one-layer",
+        "encoder-and-decoder",
+        "decoder",
+        "no-norms",
+        "no-biases",
+        "final-norm",
+        "d_ff-hard-coded",
+        "off-by-one",
+        "float",
+    ],
+)
+def test_vocab_break_even_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_vocab_break_even, wrong_answer, hint)
+
+
+def _pre_ln_encode(model, src):
+    mask = (src != model.config.pad_id)[:, None, :]
+    x = model.embed(src)
+    for layer in model.encoder_layers:
+        y = layer.residual1.norm(x)
+        x = x + layer.self_attn(y, y, y, mask)
+        x = x + layer.feed_forward(layer.residual2.norm(x))
+    return model.encoder_norm(x)
+
+
+def _encode_variant(**kwargs):
+    return lambda model, src: ch06._encode_variant(model, src, **kwargs)
+
+
+def _pad_in_place(model, src):
+    out = _pre_ln_encode(model, src)
+    src[:, -1] = model.config.pad_id
+    return out
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (_encode_variant(final=None), "final LayerNorm is missing"),
+        (_encode_variant(final="every"), "once, after the last"),
+        (_encode_variant(order="post"), "post-LN"),
+        (lambda model, src: model.encode(src)[0], "model.encode"),
+        (_encode_variant(order="post", final=None), "post-LN encoder"),
+        (_encode_variant(mask=False), "padding mask"),
+        (lambda model, src: _pre_ln_encode(model, src).tolist(), "tensor"),
+        (_pad_in_place, "in place"),
+    ],
+    ids=[
+        "no-final-norm",
+        "final-norm-every-layer",
+        "post-ln-order",
+        "model-encode",
+        "post-ln-encoder",
+        "no-mask",
+        "list",
+        "in-place",
+    ],
+)
+def test_pre_ln_encode_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_pre_ln_encode, wrong_answer, hint)
+
+
 def _decoder_layer_parameters(d_model, d_ff):
     attention = 4 * (d_model**2 + d_model)
     return 2 * attention + _ffn(d_model, d_ff) + 3 * 2 * d_model
 
 
 ACCEPTED = [
+    (check_vocab_break_even, _vocab_break_even),
+    (check_pre_ln_encode, _pre_ln_encode),
     (check_decoder_layer_parameters, _decoder_layer_parameters),
     (check_pre_ln_sublayer, lambda x, sublayer, norm: x + sublayer(norm(x))),
     (
@@ -302,6 +424,20 @@ ACCEPTED = [
 ]
 
 OTHER_RIGHT_ANSWERS = [
+    (
+        check_vocab_break_even,
+        lambda d, n, f: (
+            count_parameters(
+                nn.ModuleList(EncoderLayer(d, 1, f) for _ in range(n))
+            )
+            // d
+            + 1
+        ),
+    ),
+    (
+        check_pre_ln_encode,
+        lambda model, src: _pre_ln_encode(model, src).double(),
+    ),
     (
         check_pre_ln_sublayer,
         lambda x, sublayer, norm: (x + sublayer(norm(x))).double(),

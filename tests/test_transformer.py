@@ -206,6 +206,42 @@ def test_config_is_frozen_with_the_papers_defaults():
         config.d_model = 256
 
 
+def decode_with_first_mask_only():
+    model = small_model()
+    memory, src_mask = model.encode(SRC)
+    return model.decode(TGT, memory, src_mask[:1])  # would broadcast
+
+
+def test_numpy_integers_are_accepted_as_sizes():
+    np = pytest.importorskip("numpy")
+    config = TransformerConfig(50, d_model=np.int64(32), n_heads=np.int64(4))
+    assert config.d_model == 32
+
+
+def test_explicit_tgt_mask():
+    """A causal (B, T, T) tgt_mask equals the default; with a left-padded
+    target, its own mask keeps the padding out of the real positions."""
+    model = small_model()
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    with torch.no_grad():
+        default = model(SRC, TGT)
+        explicit = model(SRC, TGT, tgt_mask=causal.expand(2, 5, 5))
+        torch.testing.assert_close(explicit, default)
+        # the second target, left-padded: [0, 0, 1, 18, 19]
+        left = torch.tensor([[0, 0, 1, 18, 19]])
+        mask = causal & (left != 0)[:, None, :]
+        mask |= torch.eye(5, dtype=torch.bool)  # a pad query attends to itself
+        memory, src_mask = model.encode(SRC[1:])
+        # the mask keeps the real queries off the padding: changing the
+        # padding's ids moves only the padded rows
+        out = model.decode(left, memory, src_mask, tgt_mask=mask)
+        changed = left.clone()
+        changed[0, :2] = 7  # other padding ids: the real rows must not move
+        out2 = model.decode(changed, memory, src_mask, tgt_mask=mask)
+        torch.testing.assert_close(out[:, 2:], out2[:, 2:])
+        assert not torch.allclose(out[:, :2], out2[:, :2])
+
+
 @pytest.mark.parametrize(
     ("make", "words"),
     [
@@ -229,6 +265,15 @@ def test_config_is_frozen_with_the_papers_defaults():
             lambda: small_model().decode(TGT, torch.zeros(1, 6, 32), None),
             "batch sizes differ",
         ),
+        (lambda: TransformerConfig(50, n_heads=0), "n_heads must be positive"),
+        (lambda: TransformerConfig(50, n_layers=0), "n_layers must be"),
+        (lambda: TransformerConfig(50, d_ff=0), "d_ff must be positive"),
+        (lambda: TransformerConfig(50, d_model=-8), "d_model must be"),
+        (lambda: TransformerConfig(50, max_len=0), "max_len must be"),
+        (lambda: TransformerConfig(50, d_ff=2048.0), "d_ff must be an int"),
+        (lambda: small_model()(SRC.tolist(), TGT), "src must be a (B, T)"),
+        (lambda: small_model()(SRC, TGT.tolist()), "tgt must be a (B, T)"),
+        (decode_with_first_mask_only, "src_mask must be (B, 1, T_src)"),
     ],
     ids=[
         "heads",
@@ -240,6 +285,15 @@ def test_config_is_frozen_with_the_papers_defaults():
         "float",
         "1-d",
         "decode-batch",
+        "no-heads",
+        "no-layers",
+        "no-d_ff",
+        "negative-d_model",
+        "no-max_len",
+        "float-d_ff",
+        "src-list",
+        "tgt-list",
+        "src_mask-broadcast",
     ],
 )
 def test_bad_input_is_a_value_error_that_names_it(make, words):

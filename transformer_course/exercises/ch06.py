@@ -14,6 +14,8 @@ from transformer_course.exercises._core import (
 )
 
 __all__ = [
+    "check_vocab_break_even",
+    "check_pre_ln_encode",
     "check_decoder_layer_parameters",
     "check_pre_ln_sublayer",
     "check_decoder_layer_forward",
@@ -500,3 +502,191 @@ def check_teacher_forcing(teacher_forcing: Callable) -> None:
             )
 
     _verdict(name, "frames the sentence for teacher forcing.", run_cases)
+
+
+def check_vocab_break_even(vocab_break_even: Callable) -> None:
+    """Check `vocab_break_even(d_model, n_layers, d_ff)`: the smallest
+    vocabulary whose embedding has more parameters than the whole encoder."""
+    name = "vocab_break_even"
+
+    def run_cases() -> None:
+        for d, n, d_ff in [(512, 6, 2048), (1024, 6, 4096), (16, 2, 40)]:
+            attention = 4 * (d * d + d)
+            ffn = 2 * d * d_ff + d_ff + d
+            layer = attention + ffn + 2 * 2 * d
+            encoder = n * layer
+            expected = encoder // d + 1
+            decoder = n * (2 * attention + ffn + 3 * 2 * d)
+            mistakes = [
+                (
+                    -(-encoder // d),
+                    "the embedding must have MORE parameters than the "
+                    "encoder, not as many: vocab * d_model > encoder.",
+                ),
+                (
+                    encoder // d,
+                    "the embedding must have MORE parameters than the "
+                    "encoder: the smallest vocab with vocab * d_model > "
+                    "encoder is encoder // d_model + 1.",
+                ),
+                (
+                    layer // d + 1,
+                    "that is one encoder layer: the encoder has n_layers.",
+                ),
+                (
+                    (encoder + decoder) // d + 1,
+                    "count the encoder only, not the decoder too.",
+                ),
+                (
+                    decoder // d + 1,
+                    "that is the decoder (two attentions, three LayerNorms); "
+                    "the encoder layer has one attention and two LayerNorms.",
+                ),
+                (
+                    n * (attention + ffn) // d + 1,
+                    "the LayerNorms have parameters too: 2 * d_model each, "
+                    "two per encoder layer.",
+                ),
+                (
+                    n * (4 * d * d + 2 * d * d_ff + 4 * d) // d + 1,
+                    "every nn.Linear of the layer has a bias.",
+                ),
+                (
+                    (encoder + 2 * d) // d + 1,
+                    "the post-LN encoder has no final LayerNorm: its last "
+                    "layer's own LayerNorm ends it.",
+                ),
+                (
+                    n * (attention + 2 * d * 4 * d + 5 * d + 4 * d) // d + 1,
+                    "use d_ff as given: it is not always 4 * d_model.",
+                ),
+            ]
+            got = _call(vocab_break_even, name, d, n, d_ff)
+            _expect_equal(name, [d, n, d_ff], got, expected, mistakes)
+
+    _verdict(
+        name,
+        "the embedding outgrows the encoder at encoder // d_model + 1 tokens.",
+        run_cases,
+    )
+
+
+def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
+    """A pre-LN model, dropout 0, random LayerNorms, whose Residual modules are
+    switched to post-LN: only a computation built from the sub-modules, not
+    model.encode or layer(...), is pre-LN here."""
+    import torch
+
+    from transformer_course.transformer import Transformer, TransformerConfig
+
+    torch.manual_seed(n_layers * 100 + d_model)  # _verdict restores it
+    config = TransformerConfig(
+        vocab_size=11,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=n_layers,
+        d_ff=2 * d_model,
+        dropout=0.0,
+        norm_first=True,
+    )
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.uniform_(0.5, 2.0)
+                module.bias.uniform_(-1.0, 1.0)
+    src = torch.randint(3, 11, (3, 6))
+    src[0, 4:] = src[2, 2:] = config.pad_id  # right padding
+    return model, src
+
+
+def _encode_variant(model, src, order="pre", final="end", mask=True):
+    """The encoder by hand: pre-LN or post-LN sub-layers; the final LayerNorm
+    at the end, after every layer, or left out; with or without the mask."""
+    import torch
+
+    src_mask = (src != model.config.pad_id)[:, None, :] if mask else None
+    x = model.embed(src)
+    for layer in model.encoder_layers:
+        r1, r2 = layer.residual1, layer.residual2
+        if order == "pre":
+            y = r1.norm(x)
+            x = x + layer.self_attn(y, y, y, src_mask)
+            x = x + layer.feed_forward(r2.norm(x))
+        else:
+            x = r1.norm(x + layer.self_attn(x, x, x, src_mask))
+            x = r2.norm(x + layer.feed_forward(x))
+        if final == "every":
+            x = model.encoder_norm(x)
+    if final == "end":
+        x = model.encoder_norm(x)
+    return x if isinstance(x, torch.Tensor) else None
+
+
+def check_pre_ln_encode(pre_ln_encode: Callable) -> None:
+    """Check `pre_ln_encode(model, src)`: the pre-LN encoder's memory."""
+    name = "pre_ln_encode"
+
+    def run_cases() -> None:
+        import torch
+
+        for n_layers, d_model, n_heads in [(2, 8, 2), (3, 12, 3)]:
+            model, src = _pre_ln_model(n_layers, d_model, n_heads)
+            for module in model.modules():
+                if hasattr(module, "norm_first"):
+                    module.norm_first = False
+            with torch.no_grad():
+                expected = _encode_variant(model, src)
+                mistakes = [
+                    (
+                        _encode_variant(model, src, final=None),
+                        "the final LayerNorm is missing: a pre-LN stack ends "
+                        "with model.encoder_norm.",
+                    ),
+                    (
+                        _encode_variant(model, src, final="every"),
+                        "apply model.encoder_norm once, after the last layer, "
+                        "not after every layer.",
+                    ),
+                    (
+                        _encode_variant(model, src, order="post"),
+                        "that is post-LN (LayerNorm after the addition); so is "
+                        "model.encode or layer(x, mask) here: their Residuals "
+                        "are set to post-LN. Build each sub-layer as "
+                        "x + sublayer(residualK.norm(x)).",
+                    ),
+                    (
+                        _encode_variant(model, src, order="post", final=None),
+                        "that is the post-LN encoder: pre-LN normalises each "
+                        "sub-layer's input, adds x, and ends with "
+                        "model.encoder_norm.",
+                    ),
+                    (
+                        _encode_variant(model, src, mask=False),
+                        "the padding mask is missing: (src != pad_id) of "
+                        "shape (B, 1, T_src), passed to self_attn.",
+                    ),
+                ]
+            inputs = [
+                _Label(f"a pre-LN model, {n_layers} layers, d_model={d_model}"),
+                _Label(f"src of shape {tuple(src.shape)}, right-padded"),
+            ]
+            original = src.clone()
+            got = _call(pre_ln_encode, name, model, src)
+            if not torch.equal(src, original):
+                _fail(name, "changed src in place; leave it alone.", inputs)
+            _expect_tensor(name, inputs, got, expected.shape)
+            _expect_close(
+                name,
+                inputs,
+                _numpy(got),
+                _numpy(expected),
+                [(_numpy(w), m) for w, m in mistakes],
+                atol=1e-4,
+            )
+
+    _verdict(
+        name,
+        "pre-LN sub-layers, the padding mask, one final LayerNorm.",
+        run_cases,
+    )
