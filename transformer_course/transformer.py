@@ -7,6 +7,7 @@ __all__ = ['TransformerConfig', 'FeedForward', 'Residual', 'EncoderLayer', 'Deco
 # %% ../book/06_transformer.ipynb #cell-007
 import math
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 from torch import nn
@@ -32,10 +33,13 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-LN (the paper); True: pre-LN
 
     def __post_init__(self):
-        if self.vocab_size < 1:
-            raise ValueError(
-                f"vocab_size must be positive, got {self.vocab_size}"
-            )
+        sizes = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff")
+        for name in (*sizes, "max_len"):  # first: the checks below divide
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Integral):
+                raise ValueError(f"{name} must be an int, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
         if self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by "
@@ -136,8 +140,12 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         """(B, T_tgt, d_model) and memory (B, T_src, d_model) -> like x.
 
-        memory_mask: the source's padding mask, e.g. (B, 1, T_src).
-        tgt_mask: None = causal (PyTorch's fast path), else used as given.
+        memory_mask: the source's padding mask, (B, 1, T_src), True = a key
+        that may be attended to (encode()'s src_mask). Not nn.Transformer's
+        memory_mask, which is (T_tgt, T_src) with True = may NOT attend; the
+        name stays because chapters 8 and 9 pass it by keyword.
+        tgt_mask: None = causal (PyTorch's fast path), else (B, T_tgt, T_tgt)
+        or (T_tgt, T_tgt), True = may attend, used as given.
         """
 
         def self_attention(y):
@@ -204,7 +212,8 @@ class Transformer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Embedding ~ N(0, d_model^-0.5); the other matrices Glorot-uniform."""
+        """Embedding ~ N(0, 1/d_model) (std d_model^-0.5); other matrices
+        Glorot-uniform; biases keep nn.Linear's default (uniform)."""
         for name, p in self.named_parameters():
             if name == "embedding.weight":
                 nn.init.normal_(p, std=self.config.d_model**-0.5)
@@ -225,28 +234,40 @@ class Transformer(nn.Module):
             x = layer(x, src_mask)
         return self.encoder_norm(x), src_mask
 
-    def decode(self, tgt, memory, src_mask) -> torch.Tensor:
-        """(B, T_tgt) ids and encode()'s outputs -> (B, T_tgt, vocab_size)."""
+    def decode(self, tgt, memory, src_mask, tgt_mask=None) -> torch.Tensor:
+        """(B, T_tgt) ids and encode()'s outputs -> (B, T_tgt, vocab_size).
+
+        tgt_mask: None = causal, exact for right-padded targets; else a
+        (B, T_tgt, T_tgt) mask, True = may attend, for other padding.
+        """
         _check_tokens("tgt", tgt, self.config)
         if memory.size(0) != tgt.size(0):
             raise ValueError(
                 f"batch sizes differ: tgt has {tgt.size(0)} sentences, "
                 f"memory has {memory.size(0)}"
             )
+        expected = (memory.size(0), 1, memory.size(1))
+        if src_mask is not None and tuple(src_mask.shape) != expected:
+            raise ValueError(  # broadcasting would silently mix sentences
+                f"src_mask must be (B, 1, T_src) = {expected} for this "
+                f"memory, got {tuple(src_mask.shape)}"
+            )
         x = self.embed(tgt)
         for layer in self.decoder_layers:
-            x = layer(x, memory, src_mask)  # causal self-attention
+            x = layer(x, memory, src_mask, tgt_mask)  # None: causal
         return self.output_proj(self.decoder_norm(x))
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    def forward(self, src, tgt, tgt_mask=None) -> torch.Tensor:
         """(B, T_src) and (B, T_tgt) ids -> logits (B, T_tgt, vocab_size)."""
-        if src.dim() == tgt.dim() == 2 and src.size(0) != tgt.size(0):
+        _check_tokens("src", src, self.config)
+        _check_tokens("tgt", tgt, self.config)
+        if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"batch sizes differ: src has {src.size(0)} sentences, "
                 f"tgt has {tgt.size(0)}"
             )
         memory, src_mask = self.encode(src)
-        return self.decode(tgt, memory, src_mask)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
 
 # %% ../book/06_transformer.ipynb #cell-053
 def count_parameters(model: nn.Module) -> int:
