@@ -54,8 +54,10 @@ from transformer_course.exercises.ch05 import (
 from transformer_course.exercises.ch06 import (
     check_decoder_layer_forward,
     check_decoder_layer_parameters,
+    check_pre_ln_encode,
     check_pre_ln_sublayer,
     check_teacher_forcing,
+    check_vocab_break_even,
 )
 from transformer_course.exercises.ch07 import (
     check_annotated_smoothing,
@@ -102,9 +104,11 @@ __all__ = [
     "check_einsum_attention",
     "check_parameter_count",
     "check_decoder_layer_parameters",
+    "check_pre_ln_encode",
     "check_pre_ln_sublayer",
     "check_decoder_layer_forward",
     "check_teacher_forcing",
+    "check_vocab_break_even",
     "check_half_peak_steps",
     "check_token_batches",
     "check_annotated_smoothing",
