@@ -10,6 +10,7 @@ Public names by chapter; import them from the package itself, for example
 - chapter 4, Masking: causal_mask, padding_mask
 - chapter 5, Multi-head attention: MultiHeadAttention
 - chapter 6, The Transformer: TransformerConfig, Transformer, EncoderLayer, DecoderLayer, FeedForward, Residual, count_parameters
+- chapter 7, Training the Transformer: Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, greedy_translate, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
 - chapter 8, Decoding and evaluation: greedy_decode, beam_search, bleu, exact_match_score
 - chapter 9, Beyond the paper: online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, greedy_decode_kv, kv_cache_bytes
 
