@@ -266,7 +266,7 @@ def test_package_docstring_lists_the_public_names_by_chapter():
     import transformer_course
 
     lines = re.findall(
-        r"^- chapter (\d+), .+: (.+)$",
+        r"^- chapter (\d+) \(.+?\): (.+)$",
         transformer_course.__doc__,
         re.MULTILINE,
     )
@@ -394,7 +394,7 @@ def package_docstring_lines() -> list[str]:
         )
         titles[number] = title
     return [
-        f"- chapter {n}, {titles[n]}: {', '.join(names[n])}"
+        f"- chapter {n} ({titles[n]}): {', '.join(names[n])}"
         for n in sorted(names)
     ]
 

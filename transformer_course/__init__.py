@@ -3,16 +3,16 @@
 Public names by chapter; import them from the package itself, for example
 `from transformer_course import MultiHeadAttention`:
 
-- chapter 0, Getting started: get_device, draw_architecture
-- chapter 1, From words to vectors: tokenize
-- chapter 2, Positional encoding: positional_encoding, PositionalEncoding
-- chapter 3, Attention in NumPy: softmax, scaled_dot_product_attention
-- chapter 4, Masking: causal_mask, padding_mask
-- chapter 5, Multi-head attention: MultiHeadAttention
-- chapter 6, The Transformer: TransformerConfig, Transformer, EncoderLayer, DecoderLayer, FeedForward, Residual, count_parameters
-- chapter 7, Training the Transformer: Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, greedy_translate, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
-- chapter 8, Decoding and evaluation: greedy_decode, beam_search, bleu, exact_match_score
-- chapter 9, Beyond the paper: online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, greedy_decode_kv, kv_cache_bytes
+- chapter 0 (Getting started): get_device, draw_architecture
+- chapter 1 (From words to vectors): tokenize
+- chapter 2 (Positional encoding): positional_encoding, PositionalEncoding
+- chapter 3 (Attention in eight NumPy steps): softmax, scaled_dot_product_attention
+- chapter 4 (Masking: padding and the future): padding_mask, causal_mask
+- chapter 5 (Multi-head attention in PyTorch): MultiHeadAttention
+- chapter 6 (The full Transformer): TransformerConfig, FeedForward, Residual, EncoderLayer, DecoderLayer, Transformer, count_parameters
+- chapter 7 (Training the Transformer): Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, greedy_translate, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
+- chapter 8 (Decoding and evaluation): greedy_decode, beam_search, bleu, exact_match_score
+- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, greedy_decode_kv, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
