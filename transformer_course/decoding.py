@@ -4,7 +4,7 @@
 __all__ = ['next_token_log_probs', 'greedy_decode', 'gnmt_length_penalty', 'beam_search', 'ngram_counts', 'clipped_matches',
            'brevity_penalty', 'bleu', 'exact_match_score']
 
-# %% ../book/08_decoding_and_evaluation.ipynb #713c2df2
+# %% ../book/08_decoding_and_evaluation.ipynb #05a4a454
 from contextlib import contextmanager
 from numbers import Integral, Real
 
@@ -66,7 +66,7 @@ def _check_decoding_args(model, src, max_len, beam_size=1) -> None:
             f"({config.vocab_size} tokens)"
         )
 
-# %% ../book/08_decoding_and_evaluation.ipynb #e5abe94b
+# %% ../book/08_decoding_and_evaluation.ipynb #06875ffb
 def greedy_decode(model, src, max_len: int) -> torch.Tensor:
     """(B, T_src) ids -> (B, <= max_len) ids: the most probable token each step.
 
@@ -91,12 +91,12 @@ def greedy_decode(model, src, max_len: int) -> torch.Tensor:
                 break
     return tokens[:, 1:]
 
-# %% ../book/08_decoding_and_evaluation.ipynb #f7b95885
+# %% ../book/08_decoding_and_evaluation.ipynb #b5aad629
 def gnmt_length_penalty(length, alpha: float):
     """lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha (Wu et al., 2016)."""
     return ((5 + length) / 6) ** alpha
 
-# %% ../book/08_decoding_and_evaluation.ipynb #08b201f3
+# %% ../book/08_decoding_and_evaluation.ipynb #5f85c6be
 def _check_length_penalty(length_penalty) -> None:
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, Real):
         raise TypeError(
@@ -164,7 +164,7 @@ def beam_search(
         width = int(lengths.gather(1, winner).max())
         return tokens[(first_row + winner).view(-1), 1 : 1 + width]
 
-# %% ../book/08_decoding_and_evaluation.ipynb #e988e029
+# %% ../book/08_decoding_and_evaluation.ipynb #5bee89bc
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -182,7 +182,7 @@ def clipped_matches(hypothesis, reference, n: int) -> tuple[int, int]:
     matches = sum(min(count, ref[gram]) for gram, count in hyp.items())
     return matches, sum(hyp.values())
 
-# %% ../book/08_decoding_and_evaluation.ipynb #04560c86
+# %% ../book/08_decoding_and_evaluation.ipynb #b56d700c
 def brevity_penalty(hyp_len: int, ref_len: int) -> float:
     """1 if the output is at least as long as the reference, else
     exp(1 - ref_len / hyp_len); 0 for an empty output."""
@@ -190,7 +190,7 @@ def brevity_penalty(hyp_len: int, ref_len: int) -> float:
         return 1.0
     return math.exp(1 - ref_len / hyp_len) if hyp_len > 0 else 0.0
 
-# %% ../book/08_decoding_and_evaluation.ipynb #b879c8e6
+# %% ../book/08_decoding_and_evaluation.ipynb #eeb88b21
 def _check_corpus(hypotheses, references) -> None:
     """Two lists of token lists, one reference per hypothesis."""
     for name, corpus in (
