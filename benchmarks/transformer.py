@@ -136,9 +136,9 @@ def table(times: dict[str, list[float]], reference="nn.Transformer") -> str:
     rounds = len(times[reference])
     lines += [
         "",
-        f"ms: median over {rounds} rounds; ratio: median of the per-round "
-        f"ratios (min-max: {', '.join(spread)}), so the two columns need not "
-        "agree.",
+        f"ms: median over {rounds} rounds; ratio: median of the per-round",
+        f"ratios (min-max: {', '.join(spread)}),",
+        "so the two columns need not agree.",
     ]
     return "\n".join(lines)
 

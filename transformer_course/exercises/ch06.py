@@ -566,7 +566,7 @@ def check_vocab_break_even(vocab_break_even: Callable) -> None:
 
     _verdict(
         name,
-        "the embedding outgrows the encoder at encoder // d_model + 1 tokens.",
+        "encoder // d_model + 1 tokens outweigh the encoder.",
         run_cases,
     )
 
