@@ -10,17 +10,15 @@ __all__ = ['PEOPLE', 'VERBS', 'THINGS', 'PLACES', 'TIMES', 'DIGITS', 'SPECIALS',
            'load_checkpoint', 'save_run', 'resume', 'cache_dir', 'train_or_load', 'main', 'DownloadError', 'download',
            'read_iwslt_archive', 'fetch_iwslt2017', 'train_subword_tokenizer']
 
-# %% ../book/07_training.ipynb #cell-004
+# %% ../book/07_training.ipynb #cell-007
+import functools
+import itertools
 import random
+from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-# %% ../book/07_training.ipynb #cell-007
-import functools
-import itertools
-from typing import NamedTuple
 
 
 class Pair(NamedTuple):
