@@ -304,6 +304,9 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
 
     In post-LN mode its final LayerNorms are removed (set to None): the paper's
     stacks end with their last layer's own LayerNorm.
+    The two compute the same function in evaluation mode or with dropout 0:
+    in training nn.Transformer also drops attention weights and the ReLU's
+    output, which this book's model does not.
     """
     c = model.config
     with warnings.catch_warnings():  # about nested tensors, turned off below
