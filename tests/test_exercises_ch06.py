@@ -134,14 +134,14 @@ def test_pre_ln_sublayer_rejects_known_mistakes(wrong_answer, hint):
 def _decoder(self_mask, keys_values, cross_mask, queries="y"):
     """A decoder-layer forward with other masks, queries or keys/values."""
 
-    def forward(layer, x, memory, memory_mask):
+    def forward(layer, x, memory, src_mask):
         T = x.size(1)
         causal = torch.ones(T, T, dtype=torch.bool).tril()
         mask = {
             "causal": causal,
             "none": None,
             "triu": ~causal,
-            "memory": memory_mask,
+            "memory": src_mask,
         }[self_mask]
         y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, mask))
 
@@ -149,7 +149,7 @@ def _decoder(self_mask, keys_values, cross_mask, queries="y"):
             keys = z if keys_values[0] == "y" else memory
             values = z if keys_values[1] == "y" else memory
             query = z if queries == "y" else memory
-            cross = {True: memory_mask, False: None, "inverted": ~memory_mask}
+            cross = {True: src_mask, False: None, "inverted": ~src_mask}
             return layer.cross_attn(query, keys, values, cross[cross_mask])
 
         y = layer.residual2(y, cross)
@@ -186,10 +186,10 @@ def _in_place(layer, x, memory, mask):
     ("wrong_answer", "hint"),
     [
         (_decoder("causal", "yy", False), "decoder's states"),
-        (_decoder("causal", "mm", False), "memory_mask"),
+        (_decoder("causal", "mm", False), "src_mask"),
         (_decoder("none", "mm", True), "causal"),
         (_decoder("causal", "ym", True), "keys come from the decoder"),
-        (lambda layer, x, memory, mask: layer(x, memory), "memory_mask"),
+        (lambda layer, x, memory, mask: layer(x, memory), "src_mask"),
         (lambda layer, x, memory, mask: x, None),
         (_decoder("causal", "my", True), "values come from the decoder"),
         (_decoder("causal", "mm", "inverted"), "memory mask is inverted"),

@@ -135,15 +135,14 @@ class DecoderLayer(nn.Module):
         self,
         x: torch.Tensor,
         memory: torch.Tensor,
-        memory_mask: torch.Tensor | None = None,
+        src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(B, T_tgt, d_model) and memory (B, T_src, d_model) -> like x.
 
-        memory_mask: the source's padding mask, (B, 1, T_src), True = a key
-        that may be attended to (encode()'s src_mask). Not nn.Transformer's
-        memory_mask, which is (T_tgt, T_src) with True = may NOT attend; the
-        name stays because chapters 8 and 9 pass it by keyword.
+        src_mask: the source's padding mask, (B, 1, T_src), True = a key that
+        may be attended to (encode()'s src_mask). Not nn.Transformer's
+        memory_mask, which is (T_tgt, T_src) with True = may NOT attend.
         tgt_mask: None = causal (PyTorch's fast path), else (B, T_tgt, T_tgt)
         or (T_tgt, T_tgt), True = may attend, used as given.
         """
@@ -156,7 +155,7 @@ class DecoderLayer(nn.Module):
         x = self.residual1(x, self_attention)
         # queries from the decoder; keys and values from the encoder
         x = self.residual2(
-            x, lambda y: self.cross_attn(y, memory, memory, memory_mask)
+            x, lambda y: self.cross_attn(y, memory, memory, src_mask)
         )
         return self.residual3(x, self.feed_forward)
 

@@ -234,17 +234,17 @@ def _decoder_variant(
     return layer.residual3(y, layer.feed_forward) if feed_forward else y
 
 
-def _cross_first(layer, x, memory, memory_mask):
+def _cross_first(layer, x, memory, src_mask):
     """The decoder layer with its two attention sub-layers swapped."""
     y = layer.residual1(
-        x, lambda z: layer.cross_attn(z, memory, memory, memory_mask)
+        x, lambda z: layer.cross_attn(z, memory, memory, src_mask)
     )
     y = layer.residual2(y, lambda z: layer.self_attn(z, z, z, is_causal=True))
     return layer.residual3(y, layer.feed_forward)
 
 
 def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
-    """Check `decoder_layer_forward(layer, x, memory, memory_mask)`."""
+    """Check `decoder_layer_forward(layer, x, memory, src_mask)`."""
     import torch
 
     from transformer_course.transformer import DecoderLayer
@@ -261,12 +261,12 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
         for T_tgt, T_src in [(5, 5), (4, 7)]:
             x = torch.randn(2, T_tgt, 16)
             memory = torch.randn(2, T_src, 16)
-            memory_mask = torch.ones(2, 1, T_src, dtype=torch.bool)
-            memory_mask[1, :, T_src - 2 :] = False  # two padded source tokens
+            src_mask = torch.ones(2, 1, T_src, dtype=torch.bool)
+            src_mask[1, :, T_src - 2 :] = False  # two padded source tokens
             causal = torch.ones(T_tgt, T_tgt, dtype=torch.bool).tril()
 
             with torch.no_grad():
-                expected = layer(x, memory, memory_mask)
+                expected = layer(x, memory, src_mask)
                 mistakes = [
                     (
                         _decoder_variant(layer, x, memory, causal, "yy", None),
@@ -275,12 +275,12 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                     ),
                     (
                         _decoder_variant(layer, x, memory, causal, "mm", None),
-                        "the source's padding is attended to: pass memory_mask "
+                        "the source's padding is attended to: pass src_mask "
                         "to the cross-attention.",
                     ),
                     (
                         _decoder_variant(
-                            layer, x, memory, None, "mm", memory_mask
+                            layer, x, memory, None, "mm", src_mask
                         ),
                         "the self-attention sees the future: make it causal.",
                     ),
@@ -288,28 +288,28 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                 mistakes += [
                     (
                         _decoder_variant(
-                            layer, x, memory, causal, "mm", ~memory_mask
+                            layer, x, memory, causal, "mm", ~src_mask
                         ),
                         "the memory mask is inverted: in this book True means "
                         "'may attend' (a real token), False a padded one.",
                     ),
                     (
                         _decoder_variant(
-                            layer, x, memory, ~causal, "mm", memory_mask
+                            layer, x, memory, ~causal, "mm", src_mask
                         ),
                         "the causal mask is inverted: in this book True means "
                         "'may attend', so keep tril(); PyTorch's nn.Transformer "
                         "uses the opposite convention.",
                     ),
                     (
-                        _cross_first(layer, x, memory, memory_mask),
+                        _cross_first(layer, x, memory, src_mask),
                         "the sub-layers are in the wrong order: masked "
                         "self-attention first, then cross-attention, then "
                         "the feed-forward network.",
                     ),
                     (
                         _decoder_variant(
-                            layer, x, memory, causal, "mm", memory_mask, False
+                            layer, x, memory, causal, "mm", src_mask, False
                         ),
                         "the feed-forward sub-layer (residual3) is missing.",
                     ),
@@ -318,7 +318,7 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                     mistakes += [
                         (
                             _decoder_variant(
-                                layer, x, memory, causal, "my", memory_mask
+                                layer, x, memory, causal, "my", src_mask
                             ),
                             "the values come from the decoder's states: both keys "
                             "and values must come from the memory.",
@@ -330,7 +330,7 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                                 memory,
                                 causal,
                                 "yy",
-                                memory_mask,
+                                src_mask,
                                 queries="m",
                             ),
                             "the cross-attention takes its queries from the "
@@ -339,16 +339,16 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                         ),
                         (
                             _decoder_variant(
-                                layer, x, memory, memory_mask, "mm", memory_mask
+                                layer, x, memory, src_mask, "mm", src_mask
                             ),
-                            "memory_mask masks the source: it belongs to the "
+                            "src_mask masks the source: it belongs to the "
                             "cross-attention; the self-attention is causal.",
                         ),
                     ]
                     mistakes.append(
                         (
                             _decoder_variant(
-                                layer, x, memory, causal, "yy", memory_mask
+                                layer, x, memory, causal, "yy", src_mask
                             ),
                             "the cross-attention takes its keys and values from "
                             "the decoder's states: they must come from the memory.",
@@ -357,7 +357,7 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                     mistakes.append(
                         (
                             _decoder_variant(
-                                layer, x, memory, causal, "ym", memory_mask
+                                layer, x, memory, causal, "ym", src_mask
                             ),
                             "the keys come from the decoder's states: both keys "
                             "and values must come from the memory.",
@@ -367,17 +367,15 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                     _Label("a DecoderLayer(16, 4, 64)"),
                     _Label(f"x of shape (2, {T_tgt}, 16)"),
                     _Label(f"memory of shape (2, {T_src}, 16)"),
-                    _Label(f"memory_mask of shape (2, 1, {T_src})"),
+                    _Label(f"src_mask of shape (2, 1, {T_src})"),
                 ]
-                given = (x.clone(), memory.clone(), memory_mask.clone())
+                given = (x.clone(), memory.clone(), src_mask.clone())
                 got = _call(
-                    decoder_layer_forward, name, layer, x, memory, memory_mask
+                    decoder_layer_forward, name, layer, x, memory, src_mask
                 )
                 if not all(
                     torch.equal(a, b)
-                    for a, b in zip(
-                        given, (x, memory, memory_mask), strict=True
-                    )
+                    for a, b in zip(given, (x, memory, src_mask), strict=True)
                 ):
                     _fail(
                         name,
