@@ -53,9 +53,7 @@ from transformer_course.exercises.ch05 import (
 )
 from transformer_course.exercises.ch06 import (
     check_decoder_layer_forward,
-    check_decoder_layer_parameters,
     check_pre_ln_encode,
-    check_pre_ln_sublayer,
     check_teacher_forcing,
     check_vocab_break_even,
 )
@@ -103,9 +101,7 @@ __all__ = [
     "check_causal_self_attention",
     "check_einsum_attention",
     "check_parameter_count",
-    "check_decoder_layer_parameters",
     "check_pre_ln_encode",
-    "check_pre_ln_sublayer",
     "check_decoder_layer_forward",
     "check_teacher_forcing",
     "check_vocab_break_even",
