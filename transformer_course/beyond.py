@@ -79,7 +79,7 @@ def time_forward_backward(fn, *inputs, repeats: int = 3) -> float:
         best = min(best, time.perf_counter() - start)
     return best
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-023
+# %% ../book/09_beyond_the_paper.ipynb #cell-026
 def rope(
     x: torch.Tensor, positions=None, base: float = 10000.0
 ) -> torch.Tensor:
@@ -103,12 +103,12 @@ def rope(
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1)
     return rotated.flatten(-2)  # (..., T, d / 2, 2) -> (..., T, d)
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-027
+# %% ../book/09_beyond_the_paper.ipynb #cell-030
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """(B, h_kv, T, d_k) -> (B, h_kv * n_rep, T, d_k), each head n_rep times."""
     return x.repeat_interleave(n_rep, dim=1)
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-030
+# %% ../book/09_beyond_the_paper.ipynb #cell-033
 class GroupedQueryAttention(MultiHeadAttention):
     """Attention whose n_kv_heads key/value heads serve groups of query heads.
 
@@ -191,7 +191,7 @@ class GroupedQueryAttention(MultiHeadAttention):
         new.load_state_dict(state)
         return new
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-042
+# %% ../book/09_beyond_the_paper.ipynb #cell-045
 def _attend(attention, y, k, v, mask=None):
     """attention's query projection of y against given (B, h, T_k, d_k) k, v."""
     q = attention.split_heads(attention.q_proj(y))  # (B, h, T_q, d_k)
@@ -280,7 +280,7 @@ class DecoderCache:
         tensors = [t for kv in self.cross + self.self_kv if kv for t in kv]
         return sum(t.nbytes for t in tensors)
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-044
+# %% ../book/09_beyond_the_paper.ipynb #cell-047
 def greedy_decode_kv(
     model, src, max_len: int, use_cache: bool = True, stop_at_eos: bool = True
 ) -> torch.Tensor:
@@ -310,7 +310,7 @@ def greedy_decode_kv(
     model.train(was_training)
     return tokens[:, 1:]
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-048
+# %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(
     n_layers: int,
     n_kv_heads: int,
