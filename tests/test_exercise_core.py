@@ -237,7 +237,10 @@ EVERY_ACCEPTED = _every_accepted_answer()
     ids=[c.__name__ for c, _ in EVERY_ACCEPTED],
 )
 def test_every_checker_leaves_the_random_state_alone(check, reference):
-    assert_random_state_untouched(check, reference)
+    assert_random_state_untouched(check, reference)  # accepting
+    assert_random_state_untouched(
+        check, lambda *args, **kwargs: None
+    )  # rejecting
 
 
 @pytest.mark.parametrize(

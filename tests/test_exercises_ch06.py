@@ -5,7 +5,6 @@ import torch
 from exercise_helpers import (
     assert_accepts,
     assert_every_checker_accepted,
-    assert_random_state_untouched,
     assert_rejected,
 )
 from torch import nn
@@ -353,8 +352,3 @@ def test_every_checker_is_tested():
 )
 def test_checker_accepts_reference(check, reference, capsys):
     assert_accepts(check, reference, capsys)
-
-
-@pytest.mark.parametrize(("check", "reference"), ACCEPTED)
-def test_checker_leaves_random_state_alone(check, reference):
-    assert_random_state_untouched(check, reference)
