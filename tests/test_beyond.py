@@ -9,13 +9,16 @@ from transformer_course import (
     MultiHeadAttention,
     Transformer,
     TransformerConfig,
+    beam_search,
+    count_parameters,
+    greedy_decode,
     scaled_dot_product_attention,
 )
 from transformer_course.beyond import (
     DecoderCache,
     GroupedQueryAttention,
     explicit_attention,
-    greedy_decode_kv,
+    grouped_query_transformer,
     kv_cache_bytes,
     online_softmax_attention,
     repeat_kv,
@@ -142,29 +145,40 @@ def test_from_multi_head_keeps_identical_groups():
     torch.testing.assert_close(gqa(x, x, x), mha(x, x, x))
 
 
-def _model(seed=0):
+VARIANTS = [
+    {},
+    {"n_kv_heads": 2},
+    {"n_kv_heads": 1},
+    {"rope": True},
+    {"rope": True, "n_kv_heads": 2, "norm_first": True},
+]
+
+
+def _model(seed=0, **options):
     torch.manual_seed(seed)
     config = TransformerConfig(
-        vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64
+        vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, **options
     )
     return Transformer(config).eval()
 
 
-def test_cached_greedy_equals_uncached():
-    model = _model()
+@pytest.mark.parametrize("options", VARIANTS)
+def test_cached_decoding_equals_uncached(options):
+    model = _model(**options)
     src = torch.randint(3, 50, (3, 7))
     src[0, 4:] = 0
-    cached = greedy_decode_kv(model, src, 20)
-    uncached = greedy_decode_kv(model, src, 20, use_cache=False)
-    assert torch.equal(cached, uncached)
+    cached = greedy_decode(model, src, 20, use_cache=True)
+    assert torch.equal(cached, greedy_decode(model, src, 20))
+    beams = beam_search(model, src, 3, 20, use_cache=True)
+    assert torch.equal(beams, beam_search(model, src, 3, 20))
 
 
 def test_cache_is_not_carried_between_sentences():
     model = _model(1)
     first, second = torch.randint(3, 50, (2, 1, 6))
-    alone = greedy_decode_kv(model, second, 12)
-    greedy_decode_kv(model, first, 12)
-    assert torch.equal(greedy_decode_kv(model, second, 12), alone)
+    alone = greedy_decode(model, second, 12, use_cache=True)
+    greedy_decode(model, first, 12, use_cache=True)
+    assert torch.equal(greedy_decode(model, second, 12, use_cache=True), alone)
     with torch.no_grad():
         memory, mask = model.encode(first)
         cache = DecoderCache(model, memory, mask)
@@ -173,8 +187,9 @@ def test_cache_is_not_carried_between_sentences():
             cache.next_token_log_probs(torch.ones(1, 2, dtype=torch.long))
 
 
-def test_cache_with_several_new_tokens_and_reorder():
-    model = _model(2)
+@pytest.mark.parametrize("options", VARIANTS)
+def test_cache_with_several_new_tokens_and_reorder(options):
+    model = _model(2, **options)
     src = torch.randint(3, 50, (2, 5))
     tgt = torch.randint(3, 50, (2, 6))
     with torch.no_grad():
@@ -187,14 +202,92 @@ def test_cache_with_several_new_tokens_and_reorder():
     torch.testing.assert_close(got, full.flip(0)[:, -1], atol=1e-5, rtol=1e-5)
 
 
-def test_cache_bytes_formula_matches_the_cache():
-    model = _model()
+@pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
+def test_cache_bytes_formula_matches_the_cache(n_kv_heads):
+    model = _model(n_kv_heads=n_kv_heads)
     src = torch.randint(3, 50, (2, 5))
     with torch.no_grad():
         memory, mask = model.encode(src)
         cache = DecoderCache(model, memory, mask)
         cache.next_token_log_probs(torch.ones(2, 4, dtype=torch.long))
-    expected = kv_cache_bytes(2, 4, 8, 4, batch=2) + kv_cache_bytes(
-        2, 4, 8, 5, 2
+    expected = kv_cache_bytes(2, n_kv_heads, 8, 4, batch=2) + kv_cache_bytes(
+        2, n_kv_heads, 8, 5, 2
     )
     assert cache.nbytes == expected
+
+
+def test_config_options_build_the_right_attention():
+    plain, mqa, rotary = _model(), _model(n_kv_heads=1), _model(rope=True)
+    # GQA in the decoder only (the GQA paper); the encoder keeps h heads
+    assert type(mqa.encoder_layers[0].self_attn) is MultiHeadAttention
+    for attention in (
+        mqa.decoder_layers[0].self_attn,
+        mqa.decoder_layers[0].cross_attn,
+    ):
+        assert attention.k_proj.out_features == 8  # one head of d_k = 8
+        assert not attention.rope
+    saved = 2 * 2 * 2 * (32 * 24 + 24)  # 2 layers x 2 attentions x k, v
+    assert count_parameters(plain) - count_parameters(mqa) == saved
+    # RoPE in self-attention only, and no sines added to the embeddings
+    assert rotary.encoder_layers[0].self_attn.rope
+    assert rotary.decoder_layers[0].self_attn.rope
+    assert type(rotary.decoder_layers[0].cross_attn) is MultiHeadAttention
+    assert not any("pe" in name for name, _ in rotary.named_buffers())
+    assert count_parameters(rotary) == count_parameters(plain)
+
+
+def test_rope_model_sees_order_without_added_sines():
+    model = _model(3, rope=True)
+    src = torch.randint(3, 50, (1, 6))
+    tgt = torch.randint(3, 50, (1, 4))
+    swapped = src[:, [1, 0, 2, 3, 4, 5]]
+    with torch.no_grad():
+        assert not torch.allclose(model(src, tgt), model(swapped, tgt))
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"n_kv_heads": 3}, "n_kv_heads"),
+        ({"n_kv_heads": 0}, "n_kv_heads"),
+        ({"n_kv_heads": 2.0}, "n_kv_heads"),
+        ({"n_kv_heads": True}, "n_kv_heads"),
+        ({"rope": True, "d_model": 36}, "odd"),  # d_k = 9
+    ],
+)
+def test_config_rejects_bad_options(options, match):
+    arguments = {"vocab_size": 50, "d_model": 32, "n_heads": 4, **options}
+    with pytest.raises(ValueError, match=match):
+        TransformerConfig(**arguments)
+
+
+def test_grouped_query_transformer_conversion():
+    model = _model(4)
+    src, tgt = torch.randint(3, 50, (2, 5)), torch.randint(3, 50, (2, 6))
+    same = grouped_query_transformer(model, 4)  # groups of one head: a copy
+    with torch.no_grad():
+        torch.testing.assert_close(same(src, tgt), model(src, tgt))
+    mqa = grouped_query_transformer(model, 1)
+    assert mqa.config.n_kv_heads == 1
+    pooled = mqa.decoder_layers[1].cross_attn.v_proj.weight
+    original = model.decoder_layers[1].cross_attn.v_proj.weight
+    torch.testing.assert_close(pooled, original.view(4, 8, 32).mean(dim=0))
+    encoder_k = mqa.encoder_layers[0].self_attn.k_proj.weight
+    assert torch.equal(
+        encoder_k, model.encoder_layers[0].self_attn.k_proj.weight
+    )
+    with pytest.raises(ValueError, match="already shares"):
+        grouped_query_transformer(mqa, 1)
+
+
+def test_gqa_refuses_what_it_cannot_do():
+    gqa = GroupedQueryAttention(16, 4, 2)
+    x = torch.randn(2, 3, 16)
+    with pytest.raises(TypeError, match="return_weights"):
+        gqa(x, x, x, return_weights=True)
+    with pytest.raises(ValueError, match="mask must have shape"):
+        gqa(x, x, x, torch.ones(2, 3, dtype=torch.bool))  # (B, T_k)
+    with pytest.raises(ValueError, match="is_causal"):
+        gqa(x, x[:, :2], x[:, :2], is_causal=True)
+    with pytest.raises(ValueError, match=r"\(B, T, 16\)"):
+        gqa(x[0], x, x)

@@ -81,15 +81,18 @@ def test_beam_size_one_equals_greedy(seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("beam_size", [None, 2, 4])
-def test_batched_equals_one_at_a_time(seed, beam_size):
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_batched_equals_one_at_a_time(seed, beam_size, use_cache):
     model, src = random_model(seed), random_sources(seed + 10)
 
-    def decode(x):
+    def decode(x, use_cache=use_cache):
         if beam_size is None:
-            return greedy_decode(model, x, max_len=12)
-        return beam_search(model, x, beam_size=beam_size, max_len=12)
+            return greedy_decode(model, x, max_len=12, use_cache=use_cache)
+        return beam_search(model, x, beam_size, 12, use_cache=use_cache)
 
     together = decode(src)
+    if use_cache:  # chapter 9's KV cache: the same tokens
+        assert torch.equal(together, decode(src, use_cache=False))
     for row in range(len(src)):
         alone = decode(src[row, src[row] != PAD][None])[0]
         assert torch.equal(together[row, : len(alone)], alone)
@@ -210,6 +213,18 @@ def test_decoding_restores_training_mode_and_needs_no_grad():
             "length_penalty",
         ),
         (lambda m, s: greedy_decode(nn.Linear(2, 2), s, 5), TypeError, "model"),
+        (
+            lambda m, s: greedy_decode(m, s, 5, use_cache="yes"),
+            TypeError,
+            "use_cache",
+        ),
+        (
+            lambda m, s: beam_search(
+                ScriptedModel(20, count_sevens), s, use_cache=True
+            ),
+            TypeError,
+            "decoder_layers",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_error(call, error, words):

@@ -92,3 +92,10 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path):
             (a[name] - b[name]).abs().max().item(),
         )
     assert torch.load(two, weights_only=True)["step"] == 5
+
+
+def test_optional_int_fields_parse_as_ints():
+    from transformer_course.train import _flag_type
+
+    assert _flag_type(None)("2") == 2
+    assert _flag_type(False)("true") is True

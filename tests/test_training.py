@@ -219,3 +219,32 @@ def test_a_short_run_learns_something(grammar):
     assert len(evaluated) == 2 and evaluated[1] < evaluated[0]
     assert run.history[-1]["loss"] < run.history[0]["loss"]
     assert 0.0 <= exact_match(run.model, run.task, "test", limit=20) <= 1.0
+
+
+def test_chapter_9_options_reach_the_model_and_the_data(grammar):
+    config = TrainConfig(
+        n_train=600, n_kv_heads=2, rope=True, max_source_length=6
+    )
+    run = Run(config, task=grammar)
+    assert run.model.config.n_kv_heads == 2 and run.model.config.rope
+    assert run.examples  # some pairs are short enough, none is longer
+    assert max(len(source) for source, _ in run.examples) == 6 + 1  # <eos>
+    assert len(run.examples) < len(
+        Run(TrainConfig(n_train=600), grammar).examples
+    )
+
+
+def test_each_configuration_has_its_own_cache_file(tmp_path, monkeypatch):
+    from transformer_course.train import TASK_CONFIGS, _cache_path
+
+    monkeypatch.setenv("TRANSFORMER_COURSE_CACHE", str(tmp_path))
+    grammar = TASK_CONFIGS["grammar"]
+    assert _cache_path(grammar) == tmp_path / "grammar.pt"
+    on_cpu = dataclasses.replace(grammar, device="cpu")
+    assert _cache_path(on_cpu) == tmp_path / "grammar.pt"  # same model
+    paths = {
+        _cache_path(dataclasses.replace(grammar, **change))
+        for change in ({"rope": True}, {"n_kv_heads": 2}, {"updates": 601})
+    }
+    assert len(paths) == 3 and tmp_path / "grammar.pt" not in paths
+    assert all(p.name.startswith("grammar-") for p in paths)

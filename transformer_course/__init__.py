@@ -12,7 +12,7 @@ Public names by chapter; import them from the package itself, for example
 - chapter 6 (The full Transformer): TransformerConfig, FeedForward, Residual, EncoderLayer, DecoderLayer, Transformer, count_parameters
 - chapter 7 (Training the Transformer): Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, greedy_translate, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
 - chapter 8 (Decoding and evaluation): greedy_decode, beam_search, bleu, exact_match_score
-- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, greedy_decode_kv, kv_cache_bytes
+- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, grouped_query_transformer, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
@@ -29,7 +29,7 @@ from transformer_course.attention import scaled_dot_product_attention, softmax
 from transformer_course.beyond import (
     DecoderCache,
     GroupedQueryAttention,
-    greedy_decode_kv,
+    grouped_query_transformer,
     kv_cache_bytes,
     online_softmax_attention,
     rope,
@@ -96,7 +96,7 @@ __all__ = [
     "exact_match_score",
     "get_device",
     "greedy_decode",
-    "greedy_decode_kv",
+    "grouped_query_transformer",
     "kv_cache_bytes",
     "online_softmax_attention",
     "padding_mask",

@@ -2,9 +2,11 @@
 
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
-           'GroupedQueryAttention', 'DecoderCache', 'greedy_decode_kv', 'kv_cache_bytes']
+           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'DecoderCache',
+           'grouped_query_transformer', 'kv_cache_bytes']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
+import dataclasses
 import math
 import time
 
@@ -14,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .multi_head_attention import MultiHeadAttention
+from .transformer import Transformer
 
 
 def explicit_attention(q, k, v, is_causal: bool = False) -> torch.Tensor:
@@ -109,6 +112,46 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     return x.repeat_interleave(n_rep, dim=1)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-033
+from .multi_head_attention import _check_input, _prepare_mask
+
+
+def query_heads(attention, x, positions=None) -> torch.Tensor:
+    """(B, T, d_model) -> (B, h, T, d_k) queries, rotated if attention.rope."""
+    q = attention.split_heads(attention.q_proj(x))
+    return rope(q, positions) if getattr(attention, "rope", False) else q
+
+
+def key_value_heads(attention, key, value, positions=None):
+    """(B, T_k, d_model) x 2 -> keys and values (B, h_kv, T_k, d_k), the keys
+    rotated if attention.rope; h_kv = attention.n_kv_heads (GQA) or h."""
+    B, T_k, _ = key.shape
+    h_kv = getattr(attention, "n_kv_heads", attention.n_heads)
+    # (B, T_k, h_kv * d_k) -> (B, T_k, h_kv, d_k) -> (B, h_kv, T_k, d_k)
+    k = attention.k_proj(key).view(B, T_k, h_kv, attention.d_k).transpose(1, 2)
+    v = attention.v_proj(value).view(B, T_k, h_kv, attention.d_k)
+    if getattr(attention, "rope", False):
+        k = rope(k, positions)
+    return k, v.transpose(1, 2)
+
+
+def attend(attention, q, k, v, mask=None, is_causal=False, dropout=0.0):
+    """Heads q (B, h, T_q, d_k) against k, v (B, h_kv, T_k, d_k), then W^O:
+    -> (B, T_q, d_model). mask (B or 1, h or 1, T_q or 1, T_k), True = may
+    attend; a query with no allowed key gets a zero output, as in chapter 5."""
+    n_rep = q.size(1) // k.size(1)  # query heads per key/value head
+    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
+    has_key = None
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)  # a row with no key: 0
+        mask = mask | ~has_key
+    heads = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout
+    )
+    if has_key is not None:
+        heads = heads.masked_fill(~has_key, 0.0)
+    return attention.out_proj(attention.merge_heads(heads))
+
+
 class GroupedQueryAttention(MultiHeadAttention):
     """Attention whose n_kv_heads key/value heads serve groups of query heads.
 
@@ -134,39 +177,45 @@ class GroupedQueryAttention(MultiHeadAttention):
                 f"n_heads={n_heads} is not a multiple of n_kv_heads="
                 f"{n_kv_heads}: each key/value head serves a whole group"
             )
-        self.n_kv_heads, self.rope = n_kv_heads, bool(rope)
+        if not isinstance(rope, bool):
+            raise TypeError(f"rope must be True or False, got {rope!r}")
+        if rope and self.d_k % 2:
+            raise ValueError(f"rope needs an even head width, got {self.d_k}")
+        self.n_kv_heads, self.rope = n_kv_heads, rope
         self.k_proj = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.v_proj = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
 
-    def forward(self, query, key, value, mask=None, *, is_causal=False):
-        """(B, T_q, d_model), (B, T_k, d_model) x 2 -> (B, T_q, d_model)."""
-        B, T_k = query.size(0), key.size(1)
-        q = self.split_heads(self.q_proj(query))  # (B, h, T_q, d_k)
-        # (B, T_k, h_kv * d_k) -> (B, T_k, h_kv, d_k) -> (B, h_kv, T_k, d_k)
-        k = self.k_proj(key).view(B, T_k, self.n_kv_heads, self.d_k)
-        v = self.v_proj(value).view(B, T_k, self.n_kv_heads, self.d_k)
-        k, v = k.transpose(1, 2), v.transpose(1, 2)
-        if self.rope:
-            q, k = rope(q), rope(k)
-        n_rep = self.n_heads // self.n_kv_heads
-        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
-        has_key = None
-        if mask is not None:
-            mask = torch.as_tensor(mask, device=q.device)
-            mask = mask.unsqueeze(1) if mask.dim() == 3 else mask
-            has_key = mask.any(dim=-1, keepdim=True)  # a row with no key: 0
-            mask = mask | ~has_key
-        heads = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=mask,
-            is_causal=is_causal,
-            dropout_p=self.dropout if self.training else 0.0,
-        )
-        if has_key is not None:
-            heads = heads.masked_fill(~has_key, 0.0)
-        return self.out_proj(self.merge_heads(heads))  # (B, T_q, d_model)
+    def forward(
+        self, query, key, value, mask=None, *, is_causal=False, **options
+    ):
+        """(B, T_q, d_model), (B, T_k, d_model) x 2 -> (B, T_q, d_model); the
+        mask and is_causal as in MultiHeadAttention."""
+        if options:  # return_weights: chapter 5's explicit path only
+            raise TypeError(
+                f"GroupedQueryAttention takes no {', '.join(options)}: "
+                "for attention weights use MultiHeadAttention"
+            )
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            _check_input(name, x, self.d_model, self.q_proj.weight.dtype)
+        (B, T_q, _), T_k = query.shape, key.size(1)
+        if key.shape[:2] != value.shape[:2] or key.size(0) != B:
+            raise ValueError(
+                f"query {tuple(query.shape)}, key {tuple(key.shape)} and value"
+                f" {tuple(value.shape)} must share B; key and value T_k"
+            )
+        if is_causal and (T_q != T_k or mask is not None):
+            raise ValueError(
+                "is_causal=True needs T_q == T_k and no mask (chapter 5's "
+                f"upper-left alignment); got T_q={T_q}, T_k={T_k}"
+            )
+        if mask is not None:  # shapes in MASK_SHAPES -> (B, h or 1, T_q, T_k)
+            mask = _prepare_mask(
+                mask, (B, self.n_heads, T_q, T_k), query.device
+            )
+        q = query_heads(self, query)  # (B, h, T_q, d_k)
+        k, v = key_value_heads(self, key, value)  # (B, h_kv, T_k, d_k)
+        dropout = self.dropout if self.training else 0.0
+        return attend(self, q, k, v, mask, is_causal, dropout)
 
     @classmethod
     def from_multi_head(cls, attention: MultiHeadAttention, n_kv_heads: int):
@@ -179,26 +228,24 @@ class GroupedQueryAttention(MultiHeadAttention):
             c.dropout,
             c.q_proj.bias is not None,
         )
-        state = dict(attention.state_dict())
-        group = c.n_heads // n_kv_heads
-        for name, tensor in state.items():
-            if name.startswith(("k_proj", "v_proj")):
-                # (h * d_k, ...) -> (h_kv, group, d_k, ...) -> (h_kv * d_k, ...)
-                grouped = tensor.view(
-                    n_kv_heads, group, c.d_k, *tensor.shape[1:]
-                )
-                state[name] = grouped.mean(dim=1).flatten(0, 1)
-        new.load_state_dict(state)
+        new.load_state_dict(
+            pool_key_value_heads(c.state_dict(), n_kv_heads, c.d_k)
+        )
         return new
 
+
+def pool_key_value_heads(state: dict, n_kv_heads: int, d_k: int) -> dict:
+    """A copy of a state_dict whose k_proj and v_proj tensors (h * d_k, ...)
+    are mean-pooled over each group of h / n_kv_heads consecutive heads."""
+    pooled = dict(state)
+    for name, tensor in state.items():
+        if name.split(".")[-2] in ("k_proj", "v_proj"):
+            # (h * d_k, ...) -> (h_kv, group, d_k, ...) -> (h_kv * d_k, ...)
+            grouped = tensor.view(n_kv_heads, -1, d_k, *tensor.shape[1:])
+            pooled[name] = grouped.mean(dim=1).flatten(0, 1)
+    return pooled
+
 # %% ../book/09_beyond_the_paper.ipynb #cell-045
-def _attend(attention, y, k, v, mask=None):
-    """attention's query projection of y against given (B, h, T_k, d_k) k, v."""
-    q = attention.split_heads(attention.q_proj(y))  # (B, h, T_q, d_k)
-    heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    return attention.out_proj(attention.merge_heads(heads))
-
-
 class DecoderCache:
     """The decoder's keys and values for one batch of sentences.
 
@@ -210,22 +257,23 @@ class DecoderCache:
         self.model, self.length = model, 0
         self.src_mask = src_mask[:, None]  # (B, 1, T_src) -> (B, 1, 1, T_src)
         self.cross = [
-            (
-                layer.cross_attn.split_heads(layer.cross_attn.k_proj(memory)),
-                layer.cross_attn.split_heads(layer.cross_attn.v_proj(memory)),
-            )
+            key_value_heads(layer.cross_attn, memory, memory)
             for layer in model.decoder_layers
-        ]  # per layer: (B, h, T_src, d_k) twice
+        ]  # per layer: (B, h_kv, T_src, d_k) twice
         self.self_kv = [None] * len(model.decoder_layers)
 
-    def _self_attention(self, i, attention, y, mask):
-        k = attention.split_heads(attention.k_proj(y))  # (B, h, n_new, d_k)
-        v = attention.split_heads(attention.v_proj(y))
+    def _self_attention(self, i, attention, y, positions, mask):
+        q = query_heads(attention, y, positions)  # (B, h, n_new, d_k)
+        k, v = key_value_heads(attention, y, y, positions)  # (B, h_kv, ...)
         if self.self_kv[i] is not None:  # append to the keys and values so far
             k = torch.cat([self.self_kv[i][0], k], dim=2)
             v = torch.cat([self.self_kv[i][1], v], dim=2)
         self.self_kv[i] = (k, v)
-        return _attend(attention, y, k, v, mask)
+        return attend(attention, q, k, v, mask)
+
+    def _cross_attention(self, i, attention, y):
+        q = query_heads(attention, y)  # no rotation: rope is off here
+        return attend(attention, q, *self.cross[i], self.src_mask)
 
     def next_token_log_probs(self, tokens):
         """(B, t) prefixes, of which the cache holds the first self.length ->
@@ -237,6 +285,9 @@ class DecoderCache:
                 f"{tokens.size(1)}: use a new DecoderCache for a new sentence"
             )
         x = self.model.embed(tokens)[:, self.length :]  # PE of true positions
+        positions = torch.arange(
+            self.length, tokens.size(1), device=tokens.device
+        )  # for RoPE
         # new query j is token length + j: it sees keys 0 .. length + j (the
         # causal mask aligned to the bottom right, not is_causal's upper left)
         mask = None
@@ -250,10 +301,10 @@ class DecoderCache:
         for i, layer in enumerate(self.model.decoder_layers):
 
             def self_attention(y, i=i, attention=layer.self_attn):
-                return self._self_attention(i, attention, y, mask)
+                return self._self_attention(i, attention, y, positions, mask)
 
             def cross_attention(y, i=i, attention=layer.cross_attn):
-                return _attend(attention, y, *self.cross[i], self.src_mask)
+                return self._cross_attention(i, attention, y)
 
             x = layer.residual1(x, self_attention)
             x = layer.residual2(x, cross_attention)
@@ -281,34 +332,25 @@ class DecoderCache:
         return sum(t.nbytes for t in tensors)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-047
-def greedy_decode_kv(
-    model, src, max_len: int, use_cache: bool = True, stop_at_eos: bool = True
-) -> torch.Tensor:
-    """Greedy decoding, (B, T_src) -> (B, <= max_len) ids after <bos>, with or
-    without a KV cache (the same tokens); stop_at_eos=False: exactly max_len."""
-    c, B = model.config, src.size(0)
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        memory, src_mask = model.encode(src)
-        cache = DecoderCache(model, memory, src_mask) if use_cache else None
-        tokens = torch.full(
-            (B, 1), c.bos_id, dtype=torch.long, device=src.device
+def grouped_query_transformer(model, n_kv_heads: int):
+    """A copy of a trained multi-head Transformer whose decoder attention has
+    n_kv_heads key/value heads, each the mean of its group (the GQA paper)."""
+    if model.config.n_kv_heads is not None:
+        raise ValueError(
+            f"the model already shares key/value heads (n_kv_heads="
+            f"{model.config.n_kv_heads}): convert a multi-head model"
         )
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        for _ in range(max_len):
-            if use_cache:
-                log_probs = cache.next_token_log_probs(tokens)
-            else:
-                logits = model.decode(tokens, memory, src_mask)[:, -1]
-                log_probs = logits.float().log_softmax(dim=-1)
-            next_token = log_probs.argmax(dim=-1).masked_fill(done, c.pad_id)
-            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-            done |= next_token == c.eos_id
-            if stop_at_eos and done.all():
-                break
-    model.train(was_training)
-    return tokens[:, 1:]
+    config = dataclasses.replace(model.config, n_kv_heads=n_kv_heads)
+    new = Transformer(config).to(model.embedding.weight.device)
+    state = model.state_dict()
+    decoder = {
+        name: t for name, t in state.items() if name.startswith("decoder")
+    }
+    d_k = config.d_model // config.n_heads
+    new.load_state_dict(
+        {**state, **pool_key_value_heads(decoder, n_kv_heads, d_k)}
+    )
+    return new.train(model.training)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(

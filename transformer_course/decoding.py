@@ -20,6 +20,22 @@ def next_token_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
     return logits[:, -1].float().log_softmax(dim=-1)
 
 
+def _new_cache(model, memory, src_mask, use_cache: bool):
+    """Chapter 9's KV cache for this batch, or None (use_cache=False)."""
+    if not use_cache:
+        return None
+    from transformer_course.beyond import DecoderCache  # chapter 9
+
+    return DecoderCache(model, memory, src_mask)
+
+
+def _next_log_probs(model, tokens, memory, src_mask, cache):
+    """next_token_log_probs, or the cache's (new tokens only, same values)."""
+    if cache is None:
+        return next_token_log_probs(model, tokens, memory, src_mask)
+    return cache.next_token_log_probs(tokens)
+
+
 @contextmanager
 def _inference(model):
     """Evaluation mode (no dropout) and no gradients; the mode is restored."""
@@ -32,7 +48,9 @@ def _inference(model):
         model.train(was_training)
 
 
-def _check_decoding_args(model, src, max_len, beam_size=1) -> None:
+def _check_decoding_args(
+    model, src, max_len, beam_size=1, use_cache=False
+) -> None:
     """Clear errors for what would otherwise fail deep inside the model."""
     config = getattr(model, "config", None)
     if config is None or not hasattr(model, "encode"):
@@ -55,6 +73,13 @@ def _check_decoding_args(model, src, max_len, beam_size=1) -> None:
             raise TypeError(f"{name} must be an integer, got {value!r}")
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    if use_cache and not hasattr(model, "decoder_layers"):
+        raise TypeError(
+            "use_cache=True runs the decoder layer by layer: the model needs "
+            f"the Transformer's decoder_layers, {type(model).__name__} has none"
+        )
     if max_len > config.max_len:
         raise ValueError(
             f"max_len={max_len} is more than the model's max_len="
@@ -67,14 +92,16 @@ def _check_decoding_args(model, src, max_len, beam_size=1) -> None:
         )
 
 # %% ../book/08_decoding_and_evaluation.ipynb #06875ffb
-def greedy_decode(model, src, max_len: int) -> torch.Tensor:
+def greedy_decode(
+    model, src, max_len: int, use_cache: bool = False
+) -> torch.Tensor:
     """(B, T_src) ids -> (B, <= max_len) ids: the most probable token each step.
 
     Rows hold the tokens after <bos> (not included), up to and including
     <eos> (if emitted within max_len tokens), then pad_id; the tensor is as
-    wide as its longest row.
+    wide as its longest row. use_cache: chapter 9's KV cache, same tokens.
     """
-    _check_decoding_args(model, src, max_len)
+    _check_decoding_args(model, src, max_len, use_cache=use_cache)
     c, B = model.config, src.size(0)
     with _inference(model):
         memory, src_mask = model.encode(src)
@@ -82,8 +109,9 @@ def greedy_decode(model, src, max_len: int) -> torch.Tensor:
             (B, 1), c.bos_id, dtype=torch.long, device=src.device
         )
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        cache = _new_cache(model, memory, src_mask, use_cache)
         for _ in range(max_len):
-            log_probs = next_token_log_probs(model, tokens, memory, src_mask)
+            log_probs = _next_log_probs(model, tokens, memory, src_mask, cache)
             next_token = log_probs.argmax(dim=-1).masked_fill(done, c.pad_id)
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             done |= next_token == c.eos_id
@@ -112,14 +140,16 @@ def beam_search(
     beam_size: int = 4,
     max_len: int = 100,
     length_penalty: float = 0.6,
+    use_cache: bool = False,
 ) -> torch.Tensor:
     """(B, T_src) ids -> (B, <= max_len) ids: the best of beam_size hypotheses.
 
     Hypotheses are ranked by log P(Y | X) / lp(Y), lp the GNMT length penalty
     with alpha = length_penalty (0: plain log-probability). The output is laid
     out as greedy_decode's; beam_size=1 gives greedy_decode's tokens.
+    use_cache: chapter 9's KV cache, the same tokens.
     """
-    _check_decoding_args(model, src, max_len, beam_size)
+    _check_decoding_args(model, src, max_len, beam_size, use_cache)
     _check_length_penalty(length_penalty)
     c, k, B, device = model.config, beam_size, src.size(0), src.device
     first_row = torch.arange(B, device=device)[:, None] * k  # (B, 1)
@@ -137,8 +167,9 @@ def beam_search(
         done = torch.zeros(B, k, dtype=torch.bool, device=device)
         pad_only = torch.full((c.vocab_size,), float("-inf"), device=device)
         pad_only[c.pad_id] = 0.0
+        cache = _new_cache(model, memory, src_mask, use_cache)
         for step in range(1, max_len + 1):
-            log_probs = next_token_log_probs(model, tokens, memory, src_mask)
+            log_probs = _next_log_probs(model, tokens, memory, src_mask, cache)
             log_probs = log_probs.view(B, k, -1)  # (B, k, vocab_size)
             # a finished hypothesis continues with <pad> only, at no cost
             log_probs = torch.where(done[..., None], pad_only, log_probs)
@@ -157,6 +188,8 @@ def beam_search(
             done = done.gather(1, parent) | (new_tokens == c.eos_id)
             rows = (first_row + parent).view(-1)
             tokens = torch.cat([tokens[rows], new_tokens.view(-1, 1)], dim=1)
+            if cache is not None:  # its rows follow the surviving hypotheses
+                cache.reorder(rows)
             if done.all():
                 break
         final = scores / gnmt_length_penalty(lengths, length_penalty)

@@ -485,6 +485,9 @@ class TrainConfig:
     d_ff: int = 256
     dropout: float = 0.1
     norm_first: bool = False  # False: post-LN, the paper's
+    n_kv_heads: int | None = None  # chapter 9: key/value heads (None: h)
+    rope: bool = False  # chapter 9: rotary positions, no sines added
+    max_source_length: int | None = None  # chapter 9: train on short pairs
     max_tokens: int = 2048  # padded positions per micro-batch
     accumulate: int = 1  # micro-batches per update, per process
     updates: int = 600  # optimizer steps
@@ -551,6 +554,10 @@ class Run:
         seed_everything(c.seed)
         self.task = task or make_task(c.task, n_train=c.n_train, seed=c.seed)
         self.examples = self.task.examples("train")
+        if c.max_source_length is not None:  # source ids end with <eos>
+            self.examples = [
+                e for e in self.examples if len(e[0]) <= c.max_source_length + 1
+            ]
         model_config = TransformerConfig(
             len(self.task.vocab),
             c.d_model,
@@ -560,6 +567,8 @@ class Run:
             c.dropout,
             max_len=256,
             norm_first=c.norm_first,
+            n_kv_heads=c.n_kv_heads,
+            rope=c.rope,
         )
         self.model = Transformer(model_config).to(self.device)
         self.optimizer = torch.optim.Adam(
@@ -840,6 +849,9 @@ def resume(run: Run, path) -> Run:
     return run
 
 # %% ../book/07_training.ipynb #cell-075
+import hashlib
+import json
+
 TASK_CONFIGS = {
     "grammar": TrainConfig(task="grammar"),
     "numbers": TrainConfig(task="numbers", dropout=0.0),
@@ -853,17 +865,32 @@ def cache_dir() -> Path:
     return Path(os.environ.get("TRANSFORMER_COURSE_CACHE", default))
 
 
+def _cache_path(config: TrainConfig) -> Path:
+    """grammar.pt for TASK_CONFIGS["grammar"] (on any device);
+    grammar-<hash>.pt for another configuration (chapter 9's variants)."""
+    fields = dataclasses.asdict(config)
+    default = dataclasses.asdict(TASK_CONFIGS[config.task])
+    del fields["device"], default["device"]
+    if fields == default:
+        return cache_dir() / f"{config.task}.pt"
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode())
+    return cache_dir() / f"{config.task}-{digest.hexdigest()[:12]}.pt"
+
+
 def train_or_load(
-    task: str = "grammar",
+    task: str | TrainConfig = "grammar",
     retrain: bool = False,
     progress: bool = True,
     device: str = "auto",
 ) -> Run:
-    """A trained Run of TASK_CONFIGS[task]: from the cache when it holds one
-    for this configuration and vocabulary, else trained now and cached."""
-    config = dataclasses.replace(TASK_CONFIGS[task], device=device)
+    """A trained Run of TASK_CONFIGS[task], or of the TrainConfig `task`:
+    from the cache when it holds one for this configuration and vocabulary,
+    else trained now and cached."""
+    if isinstance(task, str):
+        task = TASK_CONFIGS[task]
+    config = dataclasses.replace(task, device=device)
     run = Run(config)
-    path = cache_dir() / f"{task}.pt"
+    path = _cache_path(config)
     if path.exists() and not retrain:
         state = torch.load(path, map_location="cpu", weights_only=True)
         if (
@@ -880,6 +907,8 @@ import sys
 
 
 def _flag_type(default):
+    if default is None:  # the optional fields are ints
+        return int
     if isinstance(default, bool):
         return lambda text: text.lower() in ("1", "true", "yes")
     return type(default)
@@ -955,7 +984,6 @@ if __name__ == "__main__" and "ipykernel" not in sys.modules:  # not in Jupyter
     main()
 
 # %% ../book/07_training.ipynb #cell-085
-import hashlib
 import http.client
 import urllib.request
 import zipfile

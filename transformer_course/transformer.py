@@ -31,6 +31,8 @@ class TransformerConfig:
     bos_id: int = 1  # begin-of-sequence: the decoder's first input
     eos_id: int = 2  # end-of-sequence
     norm_first: bool = False  # False: post-LN (the paper); True: pre-LN
+    n_kv_heads: int | None = None  # chapter 9: key/value heads; None = h
+    rope: bool = False  # chapter 9: rotary positions instead of added sines
 
     def __post_init__(self):
         sizes = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff")
@@ -55,6 +57,23 @@ class TransformerConfig:
                 )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        kv = self.n_kv_heads
+        if kv is not None and (
+            isinstance(kv, bool)
+            or not isinstance(kv, Integral)
+            or kv < 1
+            or self.n_heads % kv
+        ):
+            raise ValueError(
+                f"n_kv_heads must be None or a divisor of n_heads="
+                f"{self.n_heads} (each key/value head serves a whole group "
+                f"of query heads), got {kv!r}"
+            )
+        if self.rope and (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                "rope=True rotates pairs of dimensions: the head width "
+                f"d_model / n_heads = {self.d_model // self.n_heads} is odd"
+            )
 
 # %% ../book/06_transformer.ipynb #cell-018
 class FeedForward(nn.Module):
@@ -99,9 +118,12 @@ class EncoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_first: bool = False,
+        self_attn: nn.Module | None = None,
     ):
+        """self_attn: a module to use instead of MultiHeadAttention(d_model,
+        n_heads) (chapter 9's variants)."""
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads)
+        self.self_attn = self_attn or MultiHeadAttention(d_model, n_heads)
         self.feed_forward = FeedForward(d_model, d_ff)
         self.residual1 = Residual(d_model, dropout, norm_first)
         self.residual2 = Residual(d_model, dropout, norm_first)
@@ -122,10 +144,14 @@ class DecoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_first: bool = False,
+        self_attn: nn.Module | None = None,
+        cross_attn: nn.Module | None = None,
     ):
+        """self_attn, cross_attn: modules to use instead of
+        MultiHeadAttention(d_model, n_heads) (chapter 9's variants)."""
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads)
+        self.self_attn = self_attn or MultiHeadAttention(d_model, n_heads)
+        self.cross_attn = cross_attn or MultiHeadAttention(d_model, n_heads)
         self.feed_forward = FeedForward(d_model, d_ff)
         self.residual1 = Residual(d_model, dropout, norm_first)
         self.residual2 = Residual(d_model, dropout, norm_first)
@@ -194,12 +220,24 @@ class Transformer(nn.Module):
         self.positional_encoding = PositionalEncoding(
             c.d_model, c.max_len, c.dropout
         )
+        if c.rope:  # chapter 9: positions rotate q and k; only dropout here
+            self.positional_encoding = nn.Dropout(c.dropout)
         layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
         self.encoder_layers = nn.ModuleList(
-            [EncoderLayer(*layer_args) for _ in range(c.n_layers)]
+            [
+                EncoderLayer(*layer_args, self_attn=self._attention(c.rope))
+                for _ in range(c.n_layers)
+            ]
         )
         self.decoder_layers = nn.ModuleList(
-            [DecoderLayer(*layer_args) for _ in range(c.n_layers)]
+            [
+                DecoderLayer(
+                    *layer_args,
+                    self_attn=self._attention(c.rope, c.n_kv_heads),
+                    cross_attn=self._attention(False, c.n_kv_heads),
+                )
+                for _ in range(c.n_layers)
+            ]
         )
         # pre-LN leaves each stack's output unnormalised: a LayerNorm at the end
         final = (
@@ -209,6 +247,20 @@ class Transformer(nn.Module):
         self.output_proj = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.output_proj.weight = self.embedding.weight  # tied: one tensor
         self.reset_parameters()
+
+    def _attention(self, rope: bool, n_kv_heads: int | None = None):
+        """MultiHeadAttention, or chapter 9's GroupedQueryAttention for the
+        options: RoPE in self-attention (a source position and a target
+        position are not comparable), key/value heads shared in the decoder
+        (as the GQA paper: the encoder runs once, all positions at once)."""
+        c = self.config
+        if not rope and n_kv_heads is None:
+            return MultiHeadAttention(c.d_model, c.n_heads)
+        from transformer_course.beyond import GroupedQueryAttention  # ch. 9
+
+        return GroupedQueryAttention(
+            c.d_model, c.n_heads, n_kv_heads, rope=rope
+        )
 
     def reset_parameters(self) -> None:
         """Embedding ~ N(0, 1/d_model) (std d_model^-0.5); other matrices
@@ -308,6 +360,11 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
     output, which this book's model does not.
     """
     c = model.config
+    if c.n_kv_heads is not None or c.rope:
+        raise ValueError(
+            "nn.Transformer has neither shared key/value heads nor RoPE: "
+            f"got n_kv_heads={c.n_kv_heads}, rope={c.rope}"
+        )
     with warnings.catch_warnings():  # about nested tensors, turned off below
         warnings.simplefilter("ignore")
         theirs = nn.Transformer(
