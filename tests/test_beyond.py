@@ -291,3 +291,16 @@ def test_gqa_refuses_what_it_cannot_do():
         gqa(x, x[:, :2], x[:, :2], is_causal=True)
     with pytest.raises(ValueError, match=r"\(B, T, 16\)"):
         gqa(x[0], x, x)
+
+
+def test_from_multi_head_keeps_rope_and_refuses_a_grouped_module():
+    torch.manual_seed(0)
+    rotary = GroupedQueryAttention(16, 4, rope=True).eval()
+    converted = GroupedQueryAttention.from_multi_head(rotary, 4).eval()
+    assert converted.rope
+    x = torch.randn(1, 5, 16)
+    torch.testing.assert_close(converted(x, x, x), rotary(x, x, x))
+    with pytest.raises(ValueError, match="already shares"):
+        GroupedQueryAttention.from_multi_head(
+            GroupedQueryAttention(16, 4, 2), 1
+        )

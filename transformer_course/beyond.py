@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
-           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'DecoderCache',
-           'grouped_query_transformer', 'kv_cache_bytes']
+           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads',
+           'grouped_query_transformer', 'DecoderCache', 'kv_cache_bytes']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
@@ -221,12 +221,18 @@ class GroupedQueryAttention(MultiHeadAttention):
     def from_multi_head(cls, attention: MultiHeadAttention, n_kv_heads: int):
         """Mean-pool the key/value heads of each group (the GQA paper)."""
         c = attention
+        if getattr(c, "n_kv_heads", c.n_heads) != c.n_heads:
+            raise ValueError(
+                f"the module already shares key/value heads (n_kv_heads="
+                f"{c.n_kv_heads}): convert a multi-head module"
+            )
         new = cls(
             c.d_model,
             c.n_heads,
             n_kv_heads,
             c.dropout,
             c.q_proj.bias is not None,
+            rope=getattr(c, "rope", False),
         )
         new.load_state_dict(
             pool_key_value_heads(c.state_dict(), n_kv_heads, c.d_k)
@@ -244,6 +250,27 @@ def pool_key_value_heads(state: dict, n_kv_heads: int, d_k: int) -> dict:
             grouped = tensor.view(n_kv_heads, -1, d_k, *tensor.shape[1:])
             pooled[name] = grouped.mean(dim=1).flatten(0, 1)
     return pooled
+
+# %% ../book/09_beyond_the_paper.ipynb #cell-047
+def grouped_query_transformer(model, n_kv_heads: int):
+    """A copy of a trained multi-head Transformer whose decoder attention has
+    n_kv_heads key/value heads, each the mean of its group (the GQA paper)."""
+    if model.config.n_kv_heads is not None:
+        raise ValueError(
+            f"the model already shares key/value heads (n_kv_heads="
+            f"{model.config.n_kv_heads}): convert a multi-head model"
+        )
+    config = dataclasses.replace(model.config, n_kv_heads=n_kv_heads)
+    new = Transformer(config).to(model.embedding.weight.device)
+    state = model.state_dict()
+    decoder = {
+        name: t for name, t in state.items() if name.startswith("decoder")
+    }
+    d_k = config.d_model // config.n_heads
+    new.load_state_dict(
+        {**state, **pool_key_value_heads(decoder, n_kv_heads, d_k)}
+    )
+    return new.train(model.training)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-045
 class DecoderCache:
@@ -330,27 +357,6 @@ class DecoderCache:
         """Bytes of all the keys and values held."""
         tensors = [t for kv in self.cross + self.self_kv if kv for t in kv]
         return sum(t.nbytes for t in tensors)
-
-# %% ../book/09_beyond_the_paper.ipynb #cell-047
-def grouped_query_transformer(model, n_kv_heads: int):
-    """A copy of a trained multi-head Transformer whose decoder attention has
-    n_kv_heads key/value heads, each the mean of its group (the GQA paper)."""
-    if model.config.n_kv_heads is not None:
-        raise ValueError(
-            f"the model already shares key/value heads (n_kv_heads="
-            f"{model.config.n_kv_heads}): convert a multi-head model"
-        )
-    config = dataclasses.replace(model.config, n_kv_heads=n_kv_heads)
-    new = Transformer(config).to(model.embedding.weight.device)
-    state = model.state_dict()
-    decoder = {
-        name: t for name, t in state.items() if name.startswith("decoder")
-    }
-    d_k = config.d_model // config.n_heads
-    new.load_state_dict(
-        {**state, **pool_key_value_heads(decoder, n_kv_heads, d_k)}
-    )
-    return new.train(model.training)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(

@@ -207,7 +207,8 @@ def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
         (cross.x - _BOX_WIDTH / 2, middle),
     ]
     pen.arrow(points, residual)
-    pen.text(5.2, 6.45, "keys,\nvalues", (6,))
+    # above the line, clear of the arrow (the keys and values of every layer)
+    pen.text(3.9, 7.42, "keys, values", (6,), ha="center")
 
 
 def _draw_pieces(pen: _Pen, pieces: list[_Piece]) -> None:
