@@ -1,6 +1,7 @@
 """Chapter 7's exercise checkers accept the reference and reject the known wrong answers."""
 
 import math
+import pickle
 import random
 
 import numpy as np
@@ -20,10 +21,49 @@ from transformer_course.exercises.ch07 import (
     check_rng_checkpoint,
     check_token_batches,
 )
+from transformer_course.train import noam_lr
 
 
 def _half_peak(d_model, warmup):
     return math.ceil(warmup / 2), 4 * warmup
+
+
+def _noam(step, d_model, warmup):
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def _half_peak_lr(d_model, warmup):
+    """The learning rates at the two steps, not the steps."""
+    rising, falling = _half_peak(d_model, warmup)
+    return _noam(rising, d_model, warmup), _noam(falling, d_model, warmup)
+
+
+def _half_peak_search_from_1(d_model, warmup):
+    """Searches the falling step from step 1, before the peak."""
+    half = _noam(warmup, d_model, warmup) / 2
+    rising = next(
+        s for s in range(1, warmup + 1) if _noam(s, d_model, warmup) >= half
+    )
+    falling = next(
+        s for s in range(1, 10 * warmup) if _noam(s, d_model, warmup) <= half
+    )
+    return rising, falling
+
+
+def _half_peak_search(d_model, warmup):
+    """A right answer by search, with the course's own noam_lr and a factor."""
+    peak = noam_lr(warmup, d_model, warmup, factor=0.5)
+    rising = next(
+        s
+        for s in range(1, warmup + 1)
+        if noam_lr(s, d_model, warmup, factor=0.5) >= peak / 2
+    )
+    falling = next(
+        s
+        for s in range(warmup, 10 * warmup)
+        if noam_lr(s, d_model, warmup, factor=0.5) <= peak / 2
+    )
+    return rising, falling
 
 
 @pytest.mark.parametrize(
@@ -39,6 +79,15 @@ def _half_peak(d_model, warmup):
         (lambda d, w: (w, w), "the peak itself"),
         (lambda d, w: [math.ceil(w / 2), 4 * w][0], None),
         (lambda d, w: (math.ceil(w / 2) * d**-0.5, 4 * w), None),
+        (lambda d, w: (w / 2, 4 * w), "math.ceil(warmup / 2)"),
+        (lambda d, w: (math.ceil(w / 2), 4.0 * w), "return ints"),
+        (_half_peak_lr, "learning rates"),
+        (lambda d, w: (math.ceil(w / 2) - 1, 4 * w - 1), "not from 0"),
+        (lambda d, w: (math.ceil(w / 2), 4 * w - 1), "still above half"),
+        (lambda d, w: (4 * w, math.ceil(w / 2)), "swapped"),
+        (_half_peak_search_from_1, "after the peak"),
+        (lambda d, w: np.array([math.ceil(w / 2), 4 * w]), "tuple of two ints"),
+        (lambda d, w: torch.tensor([math.ceil(w / 2), 4 * w]), "tuple"),
     ],
     ids=[
         "linear-decay",
@@ -48,6 +97,15 @@ def _half_peak(d_model, warmup):
         "peak",
         "one-number",
         "scaled",
+        "float-half",
+        "float-four",
+        "lr-values",
+        "from-zero",
+        "strict-falling",
+        "swapped",
+        "falling-from-1",
+        "ndarray",
+        "tensor",
     ],
 )
 def test_half_peak_steps_rejects_known_mistakes(wrong_answer, hint):
@@ -98,6 +156,81 @@ def _source_only(lengths, max_tokens):
     return batches + [batch]
 
 
+def _greedy(
+    lengths, max_tokens, key=None, full=lambda n, longest, m: n * longest > m
+):
+    """Sorted greedy batching; `key` orders the examples, `full(n, longest,
+    max_tokens)` says when n examples no longer fit."""
+    order = sorted(range(len(lengths)), key=key or (lambda i: lengths[i]))
+    batches, batch, s_max, t_max = [], [], 0, 0
+    for i in order:
+        s, t = lengths[i]
+        n = len(batch) + 1
+        if batch and (
+            full(n, max(s_max, s), max_tokens)
+            or full(n, max(t_max, t), max_tokens)
+        ):
+            batches.append(batch)
+            batch, s_max, t_max = [], 0, 0
+        batch.append(i)
+        s_max, t_max = max(s_max, s), max(t_max, t)
+    return batches + [batch]
+
+
+def _no_reset(lengths, max_tokens):
+    """Forgets to reset the longest lengths when it opens a new batch."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, batch, s_max, t_max = [], [], 0, 0
+    for i in order:
+        s, t = lengths[i]
+        n = len(batch) + 1
+        if batch and (
+            n * max(s_max, s) > max_tokens or n * max(t_max, t) > max_tokens
+        ):
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+        s_max, t_max = max(s_max, s), max(t_max, t)
+    return batches + [batch]
+
+
+def _add_then_check(lengths, max_tokens):
+    """Adds the example first, closes the batch once it is over budget."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, batch, s_max, t_max = [], [], 0, 0
+    for i in order:
+        batch.append(i)
+        s_max, t_max = max(s_max, lengths[i][0]), max(t_max, lengths[i][1])
+        if len(batch) * max(s_max, t_max) > max_tokens:
+            batches.append(batch)
+            batch, s_max, t_max = [], 0, 0
+    return batches + ([batch] if batch else [])
+
+
+def _sorts_lengths_in_place(lengths, max_tokens):
+    lengths.sort()
+    return _batches(lengths, max_tokens)
+
+
+def _yields_batches(lengths, max_tokens):
+    yield from _batches(lengths, max_tokens)
+
+
+def _target_only(lengths, max_tokens):
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i][1])
+    batches, batch, longest = [], [], 0
+    for i in order:
+        if (
+            batch
+            and (len(batch) + 1) * max(longest, lengths[i][1]) > max_tokens
+        ):
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(i)
+        longest = max(longest, lengths[i][1])
+    return batches + [batch]
+
+
 def _unsorted(lengths, max_tokens):
     batches, batch, s_max, t_max = [], [], 0, 0
     for i, (s, t) in enumerate(lengths):
@@ -125,6 +258,44 @@ def _unsorted(lengths, max_tokens):
         ),
         (lambda lengths, m: _batches(lengths, m) + [[0]], None),
         (lambda lengths, m: None, "return"),
+        (_no_reset, "reset its longest"),
+        (
+            lambda lengths, m: _greedy(
+                lengths, m, full=lambda n, x, m: n * x >= m
+            ),
+            "fill the budget exactly",
+        ),
+        (
+            lambda lengths, m: _greedy(
+                lengths, m, full=lambda n, x, m: (n + 1) * x > m
+            ),
+            "fill the budget exactly",
+        ),
+        (lambda lengths, m: _batches(lengths, int(0.7 * m)), "fill the budget"),
+        (
+            lambda lengths, m: _greedy(lengths, m, full=lambda n, x, m: n > m),
+            None,
+        ),
+        (
+            lambda lengths, m: _greedy(
+                lengths, m, full=lambda n, x, m: (n - 1) * x > m
+            ),
+            "WITH the new example",
+        ),
+        (_add_then_check, "WITH the new example"),
+        (_sorts_lengths_in_place, "lengths.sort()"),
+        (_yields_batches, "generator"),
+        (
+            lambda lengths, m: [
+                [lengths[i] for i in b] for b in _batches(lengths, m)
+            ],
+            "pair of lengths",
+        ),
+        (
+            lambda lengths, m: [i for b in _batches(lengths, m) for i in b],
+            "flat list",
+        ),
+        (_target_only, "source side too"),
     ],
     ids=[
         "drops-last",
@@ -134,6 +305,18 @@ def _unsorted(lengths, max_tokens):
         "singletons",
         "duplicate",
         "none",
+        "no-reset",
+        "strict-budget",
+        "one-short",
+        "budget-fraction",
+        "counts-examples",
+        "one-too-many",
+        "add-then-check",
+        "sorts-in-place",
+        "generator",
+        "lengths-not-indices",
+        "flat",
+        "target-only",
     ],
 )
 def test_token_batches_rejects_known_mistakes(wrong_answer, hint):
@@ -165,6 +348,125 @@ def _annotated_pad_rows(logits, target, epsilon, pad_id):
     q.scatter_(-1, target.unsqueeze(-1), 1 - epsilon)
     q[..., pad_id] = 0.0
     return -(q * log_probs).sum(-1).mean()
+
+
+def _smoothing(
+    logits,
+    target,
+    epsilon,
+    pad_id,
+    spread=lambda V: V - 2,
+    label=lambda e: 1 - e,
+    add_label=False,
+    zero_column=True,
+    column=None,
+    mask=None,
+    log_probs=lambda lo: lo.log_softmax(-1),
+    reduce="tokens",
+):
+    """The Annotated Transformer's loss, with one step changed by a keyword."""
+    V = logits.size(-1)
+    lp = log_probs(logits)
+    q = torch.full_like(lp, epsilon / spread(V))
+    one_hot = F.one_hot(target, V).to(lp.dtype)
+    if add_label:
+        q = q + one_hot * label(epsilon)
+    else:
+        q = torch.where(one_hot.bool(), label(epsilon), q)
+    if zero_column:
+        q[..., pad_id if column is None else column] = 0.0
+    per_token = -(q * lp).sum(-1)
+    keep = target != (pad_id if mask is None else mask)
+    if reduce == "tokens":
+        return per_token[keep].mean()
+    if reduce == "all":
+        return (per_token * keep).mean()
+    if reduce == "sentences":
+        return ((per_token * keep).sum(1) / keep.sum(1)).mean()
+    return (per_token * keep).sum() / target.size(0)
+
+
+def _kl_divergence(logits, target, epsilon, pad_id):
+    V = logits.size(-1)
+    log_probs = logits.log_softmax(-1)
+    q = torch.full_like(log_probs, epsilon / (V - 2))
+    q.scatter_(-1, target.unsqueeze(-1), 1 - epsilon)
+    q[..., pad_id] = 0.0
+    keep = target != pad_id
+    return F.kl_div(log_probs[keep], q[keep], reduction="batchmean")
+
+
+def _normalises_in_place(logits, target, epsilon, pad_id):
+    logits -= logits.logsumexp(-1, keepdim=True)
+    return _smoothing(logits, target, epsilon, pad_id, log_probs=lambda lo: lo)
+
+
+def _masks_target_in_place(logits, target, epsilon, pad_id):
+    keep = target != pad_id
+    target.masked_fill_(~keep, 0)  # the padding rows now point at token 0
+    V = logits.size(-1)
+    log_probs = logits.log_softmax(-1)
+    q = torch.full_like(log_probs, epsilon / (V - 2))
+    q.scatter_(-1, target.unsqueeze(-1), 1 - epsilon)
+    q[..., pad_id] = 0.0
+    return -(q * log_probs).sum(-1)[keep].mean()
+
+
+def _annotated_by_gather(logits, target, epsilon, pad_id):
+    """Right, written differently: (1 - eps) NLL + eps / (V - 2) * the others."""
+    V = logits.size(-1)
+    log_probs = logits.log_softmax(-1)
+    label = log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = log_probs.sum(-1) - label - log_probs[..., pad_id]
+    loss = -(1 - epsilon) * label - epsilon / (V - 2) * others
+    return loss[target != pad_id].mean().item()
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (lambda *a: _smoothing(*a, spread=lambda V: V), "not over V"),
+        (lambda *a: _smoothing(*a, zero_column=False), "q[..., pad_id] = 0"),
+        (lambda *a: _smoothing(*a, add_label=True), "set it (scatter_)"),
+        (lambda *a: _smoothing(*a, label=lambda e: 1.0), "not 1"),
+        (lambda *a: _smoothing(*a, log_probs=lambda lo: lo), "not log-prob"),
+        (
+            lambda *a: _smoothing(*a, log_probs=lambda lo: lo.log_softmax(1)),
+            "the last dimension",
+        ),
+        (
+            lambda *a: _smoothing(*a, log_probs=lambda lo: lo.softmax(-1)),
+            "not probabilities",
+        ),
+        (lambda *a: _smoothing(*a, reduce="all"), "B * T"),
+        (lambda *a: _smoothing(*a, reduce="sentences"), "of short sentences"),
+        (lambda *a: _smoothing(*a, reduce="batch"), "number of sentences"),
+        (_kl_divergence, "KL divergence"),
+        (lambda *a: _smoothing(*a, mask=0), "pad_id, not 0"),
+        (lambda *a: _smoothing(*a, column=0), "pad_id, not 0"),
+        (_normalises_in_place, "changed logits in place"),
+        (_masks_target_in_place, "changed target in place"),
+    ],
+    ids=[
+        "eps-over-V",
+        "pad-column",
+        "label-added",
+        "label-one",
+        "logits",
+        "wrong-dim",
+        "probabilities",
+        "over-B-times-T",
+        "per-sentence",
+        "over-B",
+        "kl",
+        "mask-0",
+        "column-0",
+        "logits-in-place",
+        "target-in-place",
+    ],
+)
+def test_annotated_smoothing_rejects_more_mistakes(wrong_answer, hint):
+    assert_rejected(check_annotated_smoothing, wrong_answer, hint)
 
 
 @pytest.mark.parametrize(
@@ -228,6 +530,130 @@ def _restore_no_python(state):
     _restore({**state, "python": random.getstate()})
 
 
+def _capture_without_gauss():
+    """Keeps NumPy's keys and position, drops its cached Gaussian."""
+    _, keys, position, _, _ = np.random.get_state()  # noqa: NPY002
+    return {**_capture(), "numpy": [keys.tolist(), position]}
+
+
+def _restore_without_gauss(state):
+    keys, position = state["numpy"]
+    _restore(
+        {
+            **state,
+            "numpy": ["MT19937", keys, position, 0, 0.0],
+        }
+    )
+
+
+def _capture_python_internal():
+    """Keeps Python's internal state, drops gauss_next."""
+    _, internal, _ = random.getstate()
+    return {**_capture(), "python": list(internal)}
+
+
+def _restore_python_internal(state):
+    _restore({**state, "python": (3, tuple(state["python"]), None)})
+
+
+def _capture_by_reseeding():
+    seed = random.randrange(2**31)
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002
+    torch.manual_seed(seed)
+    return {"seed": seed}
+
+
+def _restore_by_reseeding(state):
+    random.seed(state["seed"])
+    np.random.seed(state["seed"])  # noqa: NPY002
+    torch.manual_seed(state["seed"])
+
+
+def _capture_then_draw():
+    state = _capture()
+    random.random()  # e.g. a random file name for the checkpoint
+    return state
+
+
+def _capture_pickled():
+    return {"blob": pickle.dumps((random.getstate(), np.random.get_state()))}  # noqa: NPY002
+
+
+def _restore_pickled(state):
+    python, numpy = pickle.loads(state["blob"])  # noqa: S301
+    random.setstate(python)
+    np.random.set_state(numpy)  # noqa: NPY002
+
+
+def _capture_torch_list():
+    """Right, written differently: every state as lists of ints."""
+    return {**_capture(), "torch": torch.get_rng_state().tolist()}
+
+
+def _restore_torch_list(state):
+    _restore(
+        {**state, "torch": torch.tensor(state["torch"], dtype=torch.uint8)}
+    )
+
+
+def _capture_keys_tensor():
+    """Right, written differently: NumPy's keys as an int64 tensor."""
+    name, keys, position, has_gauss, gauss = np.random.get_state()  # noqa: NPY002
+    keys = torch.from_numpy(keys.astype(np.int64))
+    return {**_capture(), "numpy": [name, keys, position, has_gauss, gauss]}
+
+
+def _restore_keys_tensor(state):
+    name, keys, position, has_gauss, gauss = state["numpy"]
+    keys = keys.tolist()
+    _restore({**state, "numpy": [name, keys, position, has_gauss, gauss]})
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        ((_capture_without_gauss, _restore_without_gauss), "keep all five"),
+        ((_capture_python_internal, _restore_python_internal), "gauss_next"),
+        ((_capture_by_reseeding, _restore_by_reseeding), "no seeding"),
+        ((_capture_then_draw, _restore), "no seeding and no draws"),
+        ((_capture_pickled, _restore_pickled), "pickled bytes"),
+        (
+            (
+                lambda: {**_capture(), "torch": torch.default_generator},
+                _restore,
+            ),
+            "state['torch'] is a torch._C.Generator",
+        ),
+        (
+            (lambda: {**_capture(), "python": random.Random(1)}, _restore),
+            "random.Random",
+        ),
+        (
+            (lambda: {**_capture(), "step": np.int64(3)}, _restore),
+            "a NumPy number",
+        ),
+        (
+            (lambda: {**_capture(), "later": lambda: None}, _restore),
+            "torch.save cannot write",
+        ),
+    ],
+    ids=[
+        "numpy-gauss",
+        "python-gauss",
+        "reseeds",
+        "draws",
+        "pickle",
+        "torch-generator",
+        "random-object",
+        "numpy-scalar",
+        "lambda",
+    ],
+)
+def test_rng_checkpoint_rejects_more_mistakes(wrong_answer, hint):
+    assert_rejected(check_rng_checkpoint, wrong_answer, hint)
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -271,3 +697,64 @@ def test_float32_and_float64_smoothing_are_both_accepted(capsys):
         lambda lo, t, e, p: _annotated(lo.float(), t, e, p).float()
     )
     assert capsys.readouterr().out.count("Correct") == 2
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (check_half_peak_steps, _half_peak_search),
+        (
+            check_token_batches,
+            lambda lengths, m: _greedy(
+                lengths, m, key=lambda i: sum(lengths[i])
+            ),
+        ),
+        (
+            check_token_batches,
+            lambda lengths, m: _greedy(
+                lengths, m, key=lambda i: max(lengths[i])
+            ),
+        ),
+        (
+            check_token_batches,
+            lambda lengths, m: _greedy(
+                lengths, m, key=lambda i: (lengths[i][1], lengths[i][0])
+            ),
+        ),
+        (
+            check_token_batches,
+            lambda lengths, m: _greedy(
+                lengths, m, key=lambda i: (-lengths[i][0], -lengths[i][1])
+            ),
+        ),
+        (
+            check_token_batches,
+            lambda lengths, m: [np.array(b) for b in _batches(lengths, m)][
+                ::-1
+            ],
+        ),
+        (check_annotated_smoothing, _annotated_by_gather),
+        (
+            check_annotated_smoothing,
+            lambda *a: _smoothing(
+                *a, log_probs=lambda lo: lo.softmax(-1).log()
+            ),
+        ),
+        (check_rng_checkpoint, (_capture_torch_list, _restore_torch_list)),
+        (check_rng_checkpoint, (_capture_keys_tensor, _restore_keys_tensor)),
+    ],
+    ids=[
+        "half-peak-by-search",
+        "batches-by-sum",
+        "batches-by-max",
+        "batches-by-target",
+        "batches-descending",
+        "batches-arrays-reversed",
+        "smoothing-by-gather",
+        "smoothing-softmax-log",
+        "rng-torch-list",
+        "rng-keys-tensor",
+    ],
+)
+def test_right_answers_written_differently_are_accepted(check, answer, capsys):
+    assert_accepts(check, answer, capsys)

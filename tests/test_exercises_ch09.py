@@ -1,5 +1,6 @@
 """Chapter 9's exercise checkers accept the reference and reject the known wrong answers."""
 
+import functools
 import math
 
 import numpy as np
@@ -38,6 +39,112 @@ def _update_float32(m, ell, a, s, v_block):
     )
 
 
+def _quiet(update):
+    """The learner's update with NumPy's overflow and NaN warnings off (the
+    tests turn warnings into errors)."""
+
+    @functools.wraps(update)
+    def quiet_update(*args):
+        with np.errstate(all="ignore"):
+            return update(*args)
+
+    return quiet_update
+
+
+def _update_no_max(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True))  # tracked, never used
+    p = np.exp(s)
+    return m_new, ell + p.sum(-1, keepdims=True), a + p @ v_block
+
+
+def _update_keeps_m(m, ell, a, s, v_block):
+    return (m, *_update(m, ell, a, s, v_block)[1:])
+
+
+def _update_ell_not_rescaled(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True))
+    p = np.exp(s - m_new)
+    rescale = np.exp(m - m_new)
+    return m_new, ell + p.sum(-1, keepdims=True), a * rescale + p @ v_block
+
+
+def _update_rescale_inverted(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True))
+    p = np.exp(s - m_new)
+    rescale = np.exp(m_new - m)  # inf at the first block, where m = -inf
+    return (
+        m_new,
+        ell * rescale + p.sum(-1, keepdims=True),
+        a * rescale + p @ v_block,
+    )
+
+
+def _update_p_from_old_max(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True))
+    p = np.exp(s - m)
+    rescale = np.exp(m - m_new)
+    return (
+        m_new,
+        ell * rescale + p.sum(-1, keepdims=True),
+        a * rescale + p @ v_block,
+    )
+
+
+def _update_max_into_m(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True), out=m)  # m is m_new now
+    p = np.exp(s - m_new)
+    rescale = np.exp(m - m_new)  # always 1
+    return (
+        m_new,
+        ell * rescale + p.sum(-1, keepdims=True),
+        a * rescale + p @ v_block,
+    )
+
+
+def _update_sum_without_keepdims(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(-1, keepdims=True))
+    p = np.exp(s - m_new)
+    rescale = np.exp(m - m_new)
+    return m_new, ell * rescale + p.sum(-1), a * rescale + p @ v_block
+
+
+def _update_block_max_then_shift(m, ell, a, s, v_block):
+    """Right: the block's exponentials relative to its own maximum, then
+    moved to the running one."""
+    block_max = s.max(-1, keepdims=True)
+    m_new = np.maximum(m, block_max)
+    p = np.exp(s - block_max)
+    old, new = np.exp(m - m_new), np.exp(block_max - m_new)
+    return (
+        m_new,
+        ell * old + p.sum(-1, keepdims=True) * new,
+        a * old + (p @ v_block) * new,
+    )
+
+
+def _update_torch(m, ell, a, s, v_block):
+    m, ell, a, s, v_block = map(torch.as_tensor, (m, ell, a, s, v_block))
+    m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+    p, rescale = (s - m_new).exp(), (m - m_new).exp()
+    return (
+        m_new,
+        ell * rescale + p.sum(-1, keepdim=True),
+        a * rescale + p @ v_block,
+    )
+
+
+def _update_into_m_after_saving_it(m, ell, a, s, v_block):
+    """Right: writes into its inputs, but after saving the old maximum."""
+    old_m = m.copy()
+    m_new = np.maximum(m, s.max(-1, keepdims=True), out=m)
+    p, rescale = np.exp(s - m_new), np.exp(old_m - m_new)
+    ell *= rescale
+    ell += p.sum(-1, keepdims=True)
+    a *= rescale
+    a += p @ v_block
+    return m_new, ell, a
+
+
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
@@ -74,7 +181,27 @@ def _update_float32(m, ell, a, s, v_block):
             "everything seen so far",
         ),
         (lambda m, ell, a, s, v: [m, ell], "tuple (m_new, ell_new, a_new)"),
-        (lambda m, ell, a, s, v: None, "tuple (m_new, ell_new, a_new)"),
+        (lambda m, ell, a, s, v: None, "forget `return`"),
+        (_update_no_max, "relative to the running maximum"),
+        (_update_keeps_m, "return m_new, not the old m"),
+        (_update_ell_not_rescaled, "multiply the old ell"),
+        (_update_rescale_inverted, "NaN everywhere"),
+        (_update_p_from_old_max, "NaN everywhere"),
+        (_update_max_into_m, "wrote into m"),
+        (_update_sum_without_keepdims, "keepdims=True"),
+        (lambda m, ell, a, s, v: _update(m, ell, a, s, v)[::2] + (ell,), None),
+        (
+            lambda m, ell, a, s, v: (lambda m_, l_, a_: (m_, a_, l_))(
+                *_update(m, ell, a, s, v)
+            ),
+            "in the order (m_new, ell_new, a_new)",
+        ),
+        (
+            lambda m, ell, a, s, v: (lambda m_, l_, a_: a_ / l_)(
+                *_update(m, ell, a, s, v)
+            ),
+            "of shape (3, 4)",
+        ),
     ],
     ids=[
         "a-not-rescaled",
@@ -82,10 +209,20 @@ def _update_float32(m, ell, a, s, v_block):
         "block-max",
         "two-items",
         "none",
+        "no-max-subtracted",
+        "old-m-returned",
+        "ell-not-rescaled",
+        "rescale-inverted",
+        "p-from-old-max",
+        "max-written-into-m",
+        "sum-without-keepdims",
+        "old-ell-returned",
+        "order-m-a-ell",
+        "a-over-ell-only",
     ],
 )
 def test_online_softmax_update_rejects_known_mistakes(wrong_answer, hint):
-    assert_rejected(check_online_softmax_update, wrong_answer, hint)
+    assert_rejected(check_online_softmax_update, _quiet(wrong_answer), hint)
 
 
 def _cache(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
@@ -105,8 +242,42 @@ def _cache(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
             "not n_heads heads",
         ),
         (lambda *a: None, "forget `return`"),
+        (lambda *a: 2 * _cache(*a), "no cross-attention"),
+        (lambda *a: 8 * _cache(*a), "that is bits"),
+        (lambda *a: _cache(*a) / 2**30, "not GiB"),
+        (lambda *a: _cache(*a) / 1e9, "not GiB"),
+        (lambda *a: _cache(*a) // a[0], "times n_layers"),
+        (lambda *a: _cache(*a[:-1], 4), "not by a fixed 4"),
+        (lambda *a: _cache(*a[:-1], 2), "not by a fixed 2"),
+        (
+            # np.prod on Windows with NumPy < 2 multiplies in int32
+            lambda L, d, h, kv, T, B, n: np.prod(
+                np.array([2, L, B, T, kv, d // h, n], dtype=np.int32),
+                dtype=np.int32,
+            ),
+            "32-bit",
+        ),
+        (lambda *a: _cache(*a) * 1.0001, "not a whole number of bytes"),
+        (lambda L, d, h, kv, T, B, n: _cache(L, d, h, kv, T + 1, B, n), None),
     ],
-    ids=["no-2", "no-bytes", "no-batch", "n_heads", "d_k-from-kv", "none"],
+    ids=[
+        "no-2",
+        "no-bytes",
+        "no-batch",
+        "n_heads",
+        "d_k-from-kv",
+        "none",
+        "cross-attention",
+        "bits",
+        "gib",
+        "gb",
+        "no-layers",
+        "float32-bytes",
+        "bfloat16-bytes",
+        "int32-overflow",
+        "not-whole",
+        "length-plus-one",
+    ],
 )
 def test_kv_cache_size_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_kv_cache_size, wrong_answer, hint)
@@ -118,8 +289,55 @@ def test_kv_cache_size_rejects_known_mistakes(wrong_answer, hint):
         (lambda x, n: x.repeat(1, n, 1, 1), "tiles the heads"),
         (lambda x, n: x.repeat_interleave(n, dim=2), None),
         (lambda x, n: x, None),
+        (
+            lambda x, n: (
+                x[:, None]
+                .expand(x.size(0), n, *x.shape[1:])
+                .reshape(x.size(0), -1, *x.shape[2:])
+            ),
+            "tiles the heads",
+        ),
+        (lambda x, n: torch.cat([x] * n, dim=1), "tiles the heads"),
+        (
+            lambda x, n: (
+                x[:, :, :, None]
+                .expand(*x.shape[:3], n, x.size(3))
+                .reshape(x.size(0), -1, *x.shape[2:])
+            ),
+            "right after the heads",
+        ),
+        (
+            lambda x, n: x[:, :, None].expand(-1, -1, n, -1, -1),
+            "still needs its reshape",
+        ),
+        (lambda x, n: x.numpy().repeat(n, axis=1), "a NumPy array"),
+        (lambda x, n: x.repeat_interleave(n, dim=1).tolist(), "a list"),
+        (
+            lambda x, n: (
+                x.unsqueeze_(2)
+                .expand(-1, -1, n, -1, -1)
+                .reshape(x.size(0), -1, *x.shape[3:])
+            ),
+            "changed the shape of its input",
+        ),
+        (
+            lambda x, n: x.mul_(2).repeat_interleave(n, dim=1) / 2,
+            "changed its input",
+        ),
     ],
-    ids=["repeat", "tokens-repeated", "unchanged"],
+    ids=[
+        "repeat",
+        "tokens-repeated",
+        "unchanged",
+        "expand-before-heads",
+        "cat",
+        "axis-after-tokens",
+        "not-reshaped",
+        "numpy",
+        "list",
+        "unsqueeze-in-place",
+        "mul-in-place",
+    ],
 )
 def test_repeat_kv_heads_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_repeat_kv_heads, wrong_answer, hint)
@@ -144,6 +362,45 @@ def _rope_backwards(x, positions):
     return _rope_half(x, -positions)
 
 
+def _rope_in_place(x, positions):
+    """Right values, but written into the caller's x."""
+    d = x.shape[1] // 2
+    rotated = _rope_half(x, positions)
+    x[:, :d], x[:, d:] = rotated[:, :d], rotated[:, d:]
+    return x
+
+
+def _rope_complex(x, positions):
+    """Right: the pairs (x1, x2) as complex numbers, times e^(i angle)."""
+    T, d = x.shape
+    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angle = positions[:, None].double() * theta
+    z = torch.complex(x[:, : d // 2], x[:, d // 2 :]) * torch.polar(
+        torch.ones_like(angle), angle
+    )
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+def _rope_rotate_half(x, positions):
+    """Right: Hugging Face's rotate_half formulation, in float32."""
+    T, d = x.shape
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, d, 2).float() / d)
+    angle = torch.outer(positions.float(), inv_freq)
+    angle = torch.cat([angle, angle], dim=-1)
+    rotated = torch.cat([-x[:, d // 2 :], x[:, : d // 2]], dim=-1)
+    return x * angle.cos() + rotated * angle.sin()
+
+
+def _rope_by_permutation(x, positions):
+    """Right: the chapter's interleaved rope on the features reordered."""
+    from transformer_course.beyond import rope
+
+    half = x.shape[1] // 2
+    order = torch.stack([torch.arange(half), torch.arange(half) + half], -1)
+    order = order.flatten()  # 0, d/2, 1, d/2 + 1, ...
+    return rope(x[:, order], positions)[:, torch.argsort(order)]
+
+
 def _rope_one_exponent(x, positions):
     T, d = x.shape
     theta = 10000.0 ** (-torch.arange(d // 2, dtype=torch.float64) / d)
@@ -165,8 +422,27 @@ def _rope_one_exponent(x, positions):
         (_rope_backwards, "the other way"),
         (_rope_one_exponent, "factor 2"),
         (lambda x, p: x, None),
+        (lambda x, p: _rope_half(x, p + 1), "off by one"),
+        (lambda x, p: _rope_half(x, p - 1), "off by one"),
+        (lambda x, p: _rope_half(x, torch.arange(len(x))), "torch.arange(T)"),
+        (lambda x, p: _rope_half(x, p).roll(x.shape[1] // 2, -1), "swapped"),
+        (lambda x, p: _rope_half(x, p).numpy(), "a NumPy array"),
+        (_rope_in_place, "changed its input x in place"),
+        (lambda x, p: _rope_half(x, p, base=1000.0), None),
     ],
-    ids=["interleaved", "backwards", "no-factor-2", "unrotated"],
+    ids=[
+        "interleaved",
+        "backwards",
+        "no-factor-2",
+        "unrotated",
+        "positions-plus-one",
+        "positions-minus-one",
+        "arange-not-positions",
+        "halves-swapped",
+        "numpy",
+        "in-place",
+        "base-1000",
+    ],
 )
 def test_rope_half_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_rope_half, wrong_answer, hint)
@@ -181,7 +457,15 @@ ACCEPTED = [
 
 OTHER_RIGHT_ANSWERS = [
     (check_online_softmax_update, _update_float32),
+    (check_online_softmax_update, _update_block_max_then_shift),
+    (check_online_softmax_update, _update_torch),
+    (check_online_softmax_update, _update_into_m_after_saving_it),
     (check_kv_cache_size, lambda *a: float(_cache(*a))),
+    (check_kv_cache_size, lambda *a: np.int64(_cache(*a))),
+    (
+        check_kv_cache_size,
+        lambda L, d, h, kv, T, B, n: 2 * L * B * T * kv * (d / h) * n,
+    ),
     (
         check_repeat_kv_heads,
         lambda x, n: (
@@ -190,7 +474,11 @@ OTHER_RIGHT_ANSWERS = [
             .reshape(x.size(0), -1, *x.shape[2:])
         ),
     ),
+    (check_repeat_kv_heads, lambda x, n: torch.stack([x] * n, 2).flatten(1, 2)),
     (check_rope_half, lambda x, p: _rope_half(x.float(), p)),
+    (check_rope_half, _rope_complex),
+    (check_rope_half, _rope_rotate_half),
+    (check_rope_half, _rope_by_permutation),
 ]
 
 

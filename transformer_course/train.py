@@ -292,8 +292,8 @@ class TranslationTask:
 
 
 def _numbers(rng, count, keep) -> list[int]:
-    """`count` distinct numbers below 10**5 for which `keep(n)` holds, with as
-    many of each length."""
+    """`count` distinct numbers below 10**5 for which `keep(n)` holds; each
+    draw picks its length (1-5 digits) uniformly, so short ones run out."""
     numbers = set()
     while len(numbers) < count:
         digits = rng.randint(1, 5)
@@ -893,8 +893,9 @@ def train_or_load(
     path = _cache_path(config)
     if path.exists() and not retrain:
         state = torch.load(path, map_location="cpu", weights_only=True)
+        saved = dict(state["config"], device=config.device)  # any device
         if (
-            state["config"] == dataclasses.asdict(config)
+            saved == dataclasses.asdict(config)
             and state["vocab"] == run.task.vocab.tokens
             and state["step"] == config.updates
         ):

@@ -14,6 +14,7 @@ from transformer_course.exercises._core import (
     _fail,
     _Label,
     _rng,
+    _same,
     _torch_generator,
     _verdict,
 )
@@ -47,6 +48,13 @@ def _update_no_rescale_a(m, ell, a, s, v_block):
     return m_new, ell * rescale + p.sum(-1, keepdims=True), a + p @ v_block
 
 
+def _update_no_rescale_ell(m, ell, a, s, v_block):
+    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+    p = np.exp(s - m_new)
+    rescale = np.exp(m - m_new)
+    return m_new, ell + p.sum(-1, keepdims=True), a * rescale + p @ v_block
+
+
 def _update_no_rescale(m, ell, a, s, v_block):
     m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
     p = np.exp(s - m_new)
@@ -64,35 +72,115 @@ def _update_block_max(m, ell, a, s, v_block):
     )
 
 
+def _update_keep_m(m, ell, a, s, v_block):
+    return (m, *_update_reference(m, ell, a, s, v_block)[1:])
+
+
+def _update_no_max(m, ell, a, s, v_block):
+    """The maximum tracked but never subtracted: exp(s) overflows."""
+    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+    p = np.exp(s)
+    return m_new, ell + p.sum(-1, keepdims=True), a + p @ v_block
+
+
+_NO_MAX_HINT = (
+    "ell_new and a_new must be sums of exp(s - m_new), relative to the running "
+    "maximum: p = np.exp(s - m_new). Without the maximum, exp overflows to inf "
+    "for large scores."
+)
+
+
+def _describe_result(result) -> str:
+    if result is None:
+        return "None (did you forget `return`?)"
+    if hasattr(result, "shape"):
+        return f"an array of shape {tuple(result.shape)}"
+    if isinstance(result, tuple | list):
+        return f"a {type(result).__name__} of {len(result)} items"
+    return f"a {type(result).__name__}"
+
+
+def _check_states(name, result, args) -> list[np.ndarray]:
+    """The learner's (m_new, ell_new, a_new) as float arrays (float32 kept),
+    each of the shape of its input, or an ExerciseError that says what is
+    wrong."""
+    shown = [
+        _Label(
+            "m, ell, a, s, v_block of shapes "
+            + ", ".join(str(tuple(arg.shape)) for arg in args)
+        )
+    ]
+    if not isinstance(result, tuple | list) or len(result) != 3:
+        _fail(
+            name,
+            "should return the tuple (m_new, ell_new, a_new), got "
+            + _describe_result(result),
+            shown,
+        )
+    try:
+        states = [np.asarray(r) for r in result]
+        # float32 stays float32: _expect_close's tolerance follows the dtype
+        states = [
+            state if state.dtype.kind == "f" else state.astype(np.float64)
+            for state in states
+        ]
+    except (TypeError, ValueError) as error:
+        _fail(
+            name,
+            "should return three arrays (m_new, ell_new, a_new) of numbers",
+            shown,
+            details=[f"NumPy could not read them as arrays: {error}"],
+        )
+    wanted = [arg.shape for arg in args[:3]]
+    got = [state.shape for state in states]
+    if got != wanted:
+        which = next(i for i in range(3) if got[i] != wanted[i])
+        hint = None
+        if sorted(got) == sorted(wanted):
+            hint = "return them in the order (m_new, ell_new, a_new)."
+        elif which < 2:
+            hint = (
+                "m_new and ell_new keep one column per query: reduce with "
+                "keepdims=True (s.max(axis=-1, keepdims=True), ...)."
+            )
+        _fail(
+            name,
+            f"returned {('m_new', 'ell_new', 'a_new')[which]} of shape "
+            f"{got[which]}, expected {wanted[which]} (the shape of "
+            f"{('m', 'ell', 'a')[which]}).",
+            shown,
+            hint,
+        )
+    return states
+
+
 def _run_blocks(update, q, k, v, block, name=None):
-    """Attention over key blocks with `update`; the learner's through _call."""
+    """Attention over key blocks with `update`; the learner's through _call.
+
+    Returns the final (m, ell, a) and whether `update` wrote into the m it
+    was given.
+    """
     m = np.full((q.shape[0], 1), -np.inf)
     ell, a = np.zeros((q.shape[0], 1)), np.zeros((q.shape[0], v.shape[1]))
+    m_overwritten = False
     for start in range(0, k.shape[0], block):
         s = q @ k[start : start + block].T / math.sqrt(q.shape[1])
-        args = (
-            m.copy(),
-            ell.copy(),
-            a.copy(),
-            s,
-            v[start : start + block].copy(),
+        args = tuple(
+            np.array(arg) for arg in (m, ell, a, s, v[start : start + block])
         )
-        result = update(*args) if name is None else _call(update, name, *args)
-        if not isinstance(result, tuple | list) or len(result) != 3:
-            _fail(
-                name,
-                f"should return the tuple (m_new, ell_new, a_new), got "
-                f"{type(result).__name__}"
-                + (
-                    f" of {len(result)} items"
-                    if hasattr(result, "__len__")
-                    else ""
-                ),
-                [_Label("m, ell, a, s, v_block of one block")],
-            )
-        m, ell, a = (np.asarray(r, dtype=np.float64) for r in result)
+        if name is None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                m, ell, a = update(*args)
+            continue
+        result = _call(update, name, *args)
+        m_overwritten |= not np.array_equal(args[0], m)
+        m, ell, a = _check_states(name, result, args)
+    return m, ell, a, m_overwritten
+
+
+def _ratio(a, ell):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return m, a / ell
+        return a / ell
 
 
 def check_online_softmax_update(update: Callable) -> None:
@@ -101,27 +189,49 @@ def check_online_softmax_update(update: Callable) -> None:
 
     def run_cases() -> None:
         rng = _rng(9)
-        for T_q, T_k, d, block in [(3, 6, 4, 2), (2, 7, 3, 3)]:
+        for T_q, T_k, d, block, scale in [
+            (3, 6, 4, 2, 1.0),
+            (2, 7, 3, 3, 1.0),
+            (2, 5, 3, 2, 500.0),
+        ]:
             q, k, v = (rng.normal(size=(n, d)) for n in (T_q, T_k, T_k))
             k[-1] *= 30  # the last block raises the maximum: rescaling matters
+            q *= scale
             shown = [
                 _Label(
                     f"{T_q} queries and {T_k} keys of width {d}, "
                     f"blocks of {block} keys; the last key is large"
+                    + ("; scores in the thousands" if scale > 1 else "")
                 )
             ]
-            got_m, got = _run_blocks(update, q, k, v, block, name)
-            want_m, want = _run_blocks(_update_reference, q, k, v, block)
-            mistakes = [
-                (
-                    _run_blocks(wrong, q, k, v, block)[1],
-                    hint,
+            got_m, got_ell, got_a, m_overwritten = _run_blocks(
+                update, q, k, v, block, name
+            )
+            want_m, want_ell, want_a, _ = _run_blocks(
+                _update_reference, q, k, v, block
+            )
+            wrong = {
+                mistake: _run_blocks(mistake, q, k, v, block)
+                for mistake in (
+                    _update_no_rescale_a,
+                    _update_no_rescale_ell,
+                    _update_no_rescale,
+                    _update_keep_m,
+                    _update_no_max,
                 )
-                for wrong, hint in [
+            }
+            mistakes = [
+                (_ratio(wrong[mistake][2], wrong[mistake][1]), hint)
+                for mistake, hint in [
                     (
                         _update_no_rescale_a,
                         "a was added to without rescaling: multiply the old a "
                         "by exp(m - m_new) too, like ell.",
+                    ),
+                    (
+                        _update_no_rescale_ell,
+                        "ell was added to without rescaling: multiply the old "
+                        "ell by exp(m - m_new) too, like a.",
                     ),
                     (
                         _update_no_rescale,
@@ -129,14 +239,42 @@ def check_online_softmax_update(update: Callable) -> None:
                         "multiply both by exp(m - m_new) before adding.",
                     ),
                     (
-                        _update_block_max,
-                        "m_new must be the maximum over everything seen so "
-                        "far, np.maximum(m, s.max(...)), not this block's.",
+                        _update_keep_m,
+                        "return m_new, not the old m: the next block must "
+                        "rescale from the new maximum.",
                     ),
+                    (_update_no_max, _NO_MAX_HINT),
                 ]
             ]
+            mistakes.append(
+                (
+                    np.full((T_q, d), np.nan),
+                    "NaN everywhere: at the first block m is -inf, so "
+                    "exp(m - m_new) is 0, as it should be, but exp(m_new - m) "
+                    "or exp(s - m) is inf (and inf * 0 is NaN). Take every "
+                    "exponent relative to m_new.",
+                )
+            )
+            if m_overwritten:  # np.maximum(m, ..., out=m): the rescale is 1
+                mistakes.insert(
+                    0,
+                    (
+                        _ratio(
+                            wrong[_update_no_rescale][2],
+                            wrong[_update_no_rescale][1],
+                        ),
+                        "your function wrote into m (out=m, m[...] = ...) "
+                        "before exp(m - m_new): the rescale became 1. Make "
+                        "m_new a new array.",
+                    ),
+                )
             _expect_close(
-                name, shown, got, want, mistakes, what="sums whose a / ell has"
+                name,
+                shown,
+                _ratio(got_a, got_ell),
+                _ratio(want_a, want_ell),
+                mistakes,
+                what="sums whose a / ell has",
             )
             _expect_close(
                 name,
@@ -146,10 +284,21 @@ def check_online_softmax_update(update: Callable) -> None:
                 [
                     (
                         _run_blocks(_update_block_max, q, k, v, block)[0],
-                        "m_new must be the maximum over everything seen so far.",
+                        "m_new must be the maximum over everything seen so "
+                        "far, np.maximum(m, s.max(...)), not this block's.",
                     )
                 ],
                 what="an m_new with",
+            )
+            # a / ell and m are right: ell (and with it a) can only be wrong
+            # by a factor, the sums taken relative to another maximum
+            _expect_close(
+                name,
+                shown,
+                got_ell,
+                want_ell,
+                [(got_ell, "a / ell is right, but " + _NO_MAX_HINT)],
+                what="an ell_new with",
             )
 
     _verdict(name, "rescales the old sums to the new maximum.", run_cases)
@@ -170,63 +319,158 @@ def _cache_bytes(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
     )
 
 
+def _int32(value: int) -> int:
+    """What a 32-bit integer holds of `value`: wrapped around past 2**31."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+_GIB_HINT = (
+    "return the bytes themselves, not GiB, MiB or GB: divide only to print."
+)
+_BYTES_HINT = (
+    "bytes_per_number is an argument: multiply by it, not by a fixed {}."
+)
+
+# (wrong answer from the arguments, hint), None where it does not apply
+_CACHE_MISTAKES = [
+    (lambda c, a: c // 2, "the cache holds keys AND values: a factor 2."),
+    (
+        lambda c, a: c // a[6],
+        "that is a count of numbers: multiply by the bytes per number.",
+    ),
+    (
+        lambda c, a: c // a[5],
+        "every sentence of the batch has its own cache: times batch.",
+    ),
+    (
+        lambda c, a: c // a[0],
+        "every layer has its own keys and values: times n_layers.",
+    ),
+    (
+        lambda c, a: c * a[2] // a[3] if a[2] != a[3] else None,
+        "the keys and values have n_kv_heads heads of d_k = d_model / n_heads "
+        "each, not n_heads heads (d_model numbers) per token.",
+    ),
+    (
+        lambda c, a: 2 * c,
+        "a decoder-only model has no cross-attention: one key and one value "
+        "per layer and token (the factor 2), not two of each.",
+    ),
+    (
+        lambda c, a: 8 * c,
+        "that is bits: bytes_per_number already counts bytes.",
+    ),
+    (lambda c, a: c // a[6] * 4 if a[6] != 4 else None, _BYTES_HINT.format(4)),
+    (lambda c, a: c // a[6] * 2 if a[6] != 2 else None, _BYTES_HINT.format(2)),
+    (lambda c, a: c / 2**30, _GIB_HINT),
+    (lambda c, a: c / 2**20, _GIB_HINT),
+    (lambda c, a: c / 1e9, _GIB_HINT),
+    (
+        lambda c, a: _int32(c) if c >= 2**31 else None,
+        "the product overflowed a 32-bit integer (np.int32 or torch.int32 "
+        "wrap around past 2**31): multiply Python ints.",
+    ),
+]
+
+
 def check_kv_cache_size(kv_cache_size: Callable) -> None:
     """Check `kv_cache_size(n_layers, d_model, n_heads, n_kv_heads, length,
     batch, bytes_per_number) -> int` for a decoder-only model."""
     name = "kv_cache_size"
 
     def run_cases() -> None:
+        passed = []  # the cases so far: a mistake that fails one is not it
         for args in [
-            (3, 256, 8, 2, 100, 5, 4),
+            (3, 256, 16, 4, 100, 5, 4),
             (80, 8192, 64, 8, 4096, 1, 2),
             (12, 768, 12, 12, 1024, 2, 4),
+            (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
         ]:
-            n_layers, d_model, n_heads, n_kv, length, batch, nbytes = args
             got = _call(kv_cache_size, name, *args)
-            if isinstance(got, float) and got.is_integer():
-                got = int(got)
-            mistakes = [
-                (
-                    _cache_bytes(*args) // 2,
-                    "the cache holds keys AND values: a factor 2.",
-                ),
-                (
-                    _cache_bytes(*args) // nbytes,
-                    "that is a count of numbers: multiply by the bytes per "
-                    "number.",
-                ),
-                (
-                    _cache_bytes(*args) // batch,
-                    "every sentence of the batch has its own cache: times "
-                    "batch.",
-                ),
-                (
-                    _cache_bytes(
-                        n_layers, d_model, n_heads, n_kv, length, batch, nbytes
-                    )
-                    * n_heads
-                    // n_kv,
-                    "the keys and values have n_kv_heads heads of d_k = "
-                    "d_model / n_heads each, not n_heads heads (d_model "
-                    "numbers) per token.",
-                ),
-            ]
+            want = _cache_bytes(*args)
+            if isinstance(got, float) and abs(got - want) <= 1e-9 * want:
+                got = want  # right but for the round-off of float arithmetic
+            elif isinstance(got, float) and got.is_integer():
+                got = int(got)  # shown as 1536000, not 1.536e+06
+            hints: dict = {}  # merged where two mistakes give the same value
+            for mistake, hint in _CACHE_MISTAKES:
+                if all(
+                    mistake(_cache_bytes(*before), before)
+                    in (None, _cache_bytes(*before))
+                    for before in passed
+                ):
+                    value = mistake(want, args)
+                    if value is not None and hint not in hints.get(value, []):
+                        hints.setdefault(value, []).append(hint)
+            mistakes = [(value, " Or: ".join(h)) for value, h in hints.items()]
             shown = [
                 _Label(
-                    f"n_layers={n_layers}, d_model={d_model}, n_heads={n_heads},"
-                    f" n_kv_heads={n_kv}, length={length}, batch={batch},"
-                    f" bytes_per_number={nbytes}"
+                    "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, "
+                    "length={}, batch={}, bytes_per_number={}".format(*args)
                 )
             ]
-            if n_kv == n_heads:
-                mistakes = mistakes[:3]
-            _expect_equal(name, shown, got, _cache_bytes(*args), mistakes)
+            if (
+                isinstance(got, float)
+                and not got.is_integer()
+                and not any(_same(got, value) for value, _ in mistakes)
+            ):
+                _fail(
+                    name,
+                    f"returned {got!r}, not a whole number of bytes; "
+                    f"expected {want}.",
+                    shown,
+                    "d_model // n_heads is the head width d_k, an integer.",
+                )
+            _expect_equal(name, shown, got, want, mistakes)
+            passed.append(args)
 
     _verdict(
         name,
         "counts keys and values of every layer, head and token.",
         run_cases,
     )
+
+
+# ------------------------------------------------------------ tensors
+
+
+def _expect_tensor(name: str, inputs, got, shape) -> None:
+    """Reject a list, a NumPy array or a number where a tensor is expected;
+    a tuple or None is left to `_expect_close`, which names it."""
+    import torch
+
+    if got is None or isinstance(got, tuple | torch.Tensor):
+        return
+    kind = "a NumPy array" if isinstance(got, np.ndarray) else None
+    _fail(
+        name,
+        f"returned {kind or 'a ' + type(got).__name__}; expected a tensor of "
+        f"shape {tuple(shape)}.",
+        inputs,
+        "keep the result a torch.Tensor: no .tolist(), .numpy() or NumPy "
+        "functions on the way.",
+    )
+
+
+def _expect_tensor_unchanged(name: str, inputs, given, original, hint) -> None:
+    """Reject a function that changed its input tensor (values or shape)."""
+    if given.shape != original.shape:
+        _fail(
+            name,
+            f"changed the shape of its input x in place, to "
+            f"{tuple(given.shape)}; leave the caller's tensor as it was.",
+            inputs,
+            "unsqueeze_, squeeze_, resize_ and the like modify x itself: use "
+            "x[:, :, None] or x.unsqueeze(2), which give a new view.",
+        )
+    if not bool((given == original).all()):
+        _fail(
+            name,
+            "changed its input x in place; return a new tensor and leave x "
+            "as it was.",
+            inputs,
+            hint,
+        )
 
 
 # ------------------------------------------------------------ GQA heads
@@ -245,7 +489,19 @@ def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
             (1, 2, 2, 2, 1),
         ]:
             x = torch.randn(B, h_kv, T, d_k, generator=_torch_generator(h_kv))
-            got = _call(repeat_kv_heads, name, x.clone(), n_rep)
+            given = x.clone()
+            got = _call(repeat_kv_heads, name, given, n_rep)
+            shown = [_Label(f"x of shape {(B, h_kv, T, d_k)}"), n_rep]
+            expected = x.repeat_interleave(n_rep, dim=1)
+            _expect_tensor(name, shown, got, expected.shape)
+            _expect_tensor_unchanged(
+                name,
+                shown,
+                given,
+                x,
+                "x[...] = ... and x.mul_() write into the caller's tensor.",
+            )
+            expanded = x[:, :, None].expand(B, h_kv, n_rep, T, d_k)
             mistakes = [
                 (
                     x.repeat(1, n_rep, 1, 1).numpy(),
@@ -257,14 +513,23 @@ def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
                     x.repeat_interleave(n_rep, dim=2).numpy(),
                     "that repeats the tokens (dim 2): repeat the heads (dim 1).",
                 ),
+                (
+                    x[:, :, :, None]
+                    .expand(B, h_kv, T, n_rep, d_k)
+                    .reshape(B, -1, T, d_k)
+                    .numpy(),
+                    "the new axis must come right after the heads, "
+                    "x[:, :, None]: the reshape then merges (h_kv, n_rep) "
+                    "into the heads; after the tokens it mixes tokens and "
+                    "heads.",
+                ),
+                (
+                    expanded.numpy(),
+                    "the expanded tensor (B, h_kv, n_rep, T, d_k) still needs "
+                    "its reshape to (B, h_kv * n_rep, T, d_k).",
+                ),
             ]
-            _expect_close(
-                name,
-                [_Label(f"x of shape {(B, h_kv, T, d_k)}"), n_rep],
-                got,
-                x.repeat_interleave(n_rep, dim=1).numpy(),
-                mistakes,
-            )
+            _expect_close(name, shown, got, expected.numpy(), mistakes)
 
     _verdict(
         name, "gives each group of query heads its key/value head.", run_cases
@@ -305,7 +570,24 @@ def check_rope_half(rope_half: Callable) -> None:
                 T, d, generator=_torch_generator(d), dtype=torch.float64
             )
             positions = torch.arange(start, start + T)
-            got = _call(rope_half, name, x.clone(), positions.clone())
+            given = x.clone()
+            got = _call(rope_half, name, given, positions.clone())
+            shown = [
+                _Label(f"x of shape {(T, d)}"),
+                _Label(f"positions {start} .. {start + T - 1}"),
+            ]
+            expected = _rope_half(x, positions)
+            _expect_tensor(name, shown, got, expected.shape)
+            _expect_tensor_unchanged(
+                name,
+                shown,
+                given,
+                x,
+                "x[:, :d//2] = ... writes into x (and into x1, a view of it, "
+                "before x2's half is computed): build the result with "
+                "torch.cat.",
+            )
+            arange = torch.arange(T)
             mistakes = [
                 (
                     _rope_half(x, positions, split=False).numpy(),
@@ -322,16 +604,32 @@ def check_rope_half(rope_half: Callable) -> None:
                     "theta_i = base ** (-2 i / d) for i = 0 .. d/2 - 1 (the "
                     "factor 2 of chapter 2).",
                 ),
+                (
+                    _rope_half(x, positions, exponent=-2.0).numpy(),
+                    "theta_i = base ** (-2 i / d) shrinks with i: mind the "
+                    "minus sign of the exponent.",
+                ),
+                (
+                    _rope_half(x, arange).numpy(),
+                    f"rotate by the positions given ({start} .. "
+                    f"{start + T - 1} here), not by torch.arange(T).",
+                ),
+                (
+                    _rope_half(x, positions + 1).numpy(),
+                    "the positions are off by one: the angle is p theta_i "
+                    "with p as given (position 0 is not rotated).",
+                ),
+                (
+                    _rope_half(x, positions - 1).numpy(),
+                    "the positions are off by one: the angle is p theta_i "
+                    "with p as given (position 0 is not rotated).",
+                ),
+                (
+                    expected.roll(d // 2, dims=-1).numpy(),
+                    "the halves of the output are swapped: first "
+                    "x1 cos - x2 sin, then x2 cos + x1 sin.",
+                ),
             ]
-            _expect_close(
-                name,
-                [
-                    _Label(f"x of shape {(T, d)}"),
-                    _Label(f"positions {start} .. {start + T - 1}"),
-                ],
-                got,
-                _rope_half(x, positions).numpy(),
-                mistakes,
-            )
+            _expect_close(name, shown, got, expected.numpy(), mistakes)
 
     _verdict(name, "rotates dimension i with dimension i + d/2.", run_cases)
