@@ -234,12 +234,10 @@ def test_bad_input_gets_a_clear_error(call, error, words):
     assert words in str(raised.value)
 
 
-def test_a_finished_hypothesis_can_be_pushed_out_of_the_beam():
-    """A known limit of this beam search (chapter 8 says so): finished
-    hypotheses keep their slots and compete with live ones, so live ones that
-    score better at one step can push a finished one out, and the search can
-    return a sentence less probable than one it held. GNMT and tensor2tensor
-    keep finished hypotheses in a pool of their own."""
+def test_a_finished_hypothesis_is_not_pushed_out_of_the_beam():
+    """Live hypotheses that score better at one step must not push out a
+    finished one that ends better: finished hypotheses wait in a pool of
+    their own (as in GNMT and tensor2tensor) while k live ones go on."""
     A, X, Y = 3, 4, 5
 
     def next_probs(source, prefix):
@@ -247,16 +245,9 @@ def test_a_finished_hypothesis_can_be_pushed_out_of_the_beam():
             return {A: 0.7, EOS: 0.3}
         return {X: 0.5, Y: 0.5} if len(prefix) == 1 else {X: 0.6, EOS: 0.4}
 
-    def log_p(tokens):
-        total, prefix = 0.0, ()
-        for token in tokens:
-            total += math.log(next_probs(None, prefix)[token])
-            if token == EOS:
-                return total
-            prefix += (token,)
-        return total
-
     model = ScriptedModel(8, next_probs)
-    out = beam_search(model, torch.tensor([[6]]), 2, 8, length_penalty=0.0)
-    found = [t for t in out[0].tolist() if t != PAD]
-    assert log_p(found) < log_p([EOS])  # [<eos>] was in the beam at step 1
+    for alpha in (0.0, 0.6):
+        out = beam_search(model, torch.tensor([[6]]), 2, 8, alpha)
+        # [<eos>]: log 0.3 = -1.20; every other ending is below -1.9, and at
+        # step 2 the two live extensions (-1.05 each) outrank it
+        assert out.tolist() == [[EOS]], alpha

@@ -5,10 +5,12 @@ __all__ = ['next_token_log_probs', 'greedy_decode', 'gnmt_length_penalty', 'beam
            'brevity_penalty', 'bleu', 'exact_match_score']
 
 # %% ../book/08_decoding_and_evaluation.ipynb #05a4a454
+import math
 from contextlib import contextmanager
 from numbers import Integral, Real
 
 import torch
+import torch.nn.functional as F
 
 
 def next_token_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
@@ -134,6 +136,17 @@ def _check_length_penalty(length_penalty) -> None:
         raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
 
 
+def _keep_best(pool, new, k: int):
+    """The k best of two sets of finished hypotheses, each (rank, length,
+    tokens) of shapes (B, n), (B, n) and (B, n, max_len)."""
+    rank, length, tokens = (
+        torch.cat(pair, dim=1) for pair in zip(pool, new, strict=True)
+    )
+    best = rank.topk(k, dim=1).indices  # (B, k)
+    index = best[..., None].expand(-1, -1, tokens.size(-1))
+    return rank.gather(1, best), length.gather(1, best), tokens.gather(1, index)
+
+
 def beam_search(
     model,
     src,
@@ -153,9 +166,11 @@ def beam_search(
     _check_length_penalty(length_penalty)
     c, k, B, device = model.config, beam_size, src.size(0), src.device
     first_row = torch.arange(B, device=device)[:, None] * k  # (B, 1)
+    # a hypothesis's k + 1 best tokens hold its k best that are not <eos>
+    n_best = min(k + 1, c.vocab_size)
     with _inference(model):
         memory, src_mask = model.encode(src)
-        # rows b*k ... b*k + k - 1 are sentence b's beams
+        # rows b*k ... b*k + k - 1 are sentence b's live hypotheses
         memory = memory.repeat_interleave(k, dim=0)
         src_mask = src_mask.repeat_interleave(k, dim=0)
         tokens = torch.full(
@@ -163,42 +178,70 @@ def beam_search(
         )
         scores = torch.full((B, k), float("-inf"), device=device)  # log P
         scores[:, 0] = 0.0  # the k beams start identical: keep one
-        lengths = torch.zeros(B, k, dtype=torch.long, device=device)
-        done = torch.zeros(B, k, dtype=torch.bool, device=device)
-        pad_only = torch.full((c.vocab_size,), float("-inf"), device=device)
-        pad_only[c.pad_id] = 0.0
+        # the finished hypotheses: rank (log P / lp), length, tokens
+        pool = (
+            torch.full((B, k), float("-inf"), device=device),
+            torch.ones(B, k, dtype=torch.long, device=device),
+            torch.full(
+                (B, k, max_len), c.pad_id, dtype=torch.long, device=device
+            ),
+        )
+        done = torch.zeros(B, dtype=torch.bool, device=device)
         cache = _new_cache(model, memory, src_mask, use_cache)
         for step in range(1, max_len + 1):
             log_probs = _next_log_probs(model, tokens, memory, src_mask, cache)
-            log_probs = log_probs.view(B, k, -1)  # (B, k, vocab_size)
-            # a finished hypothesis continues with <pad> only, at no cost
-            log_probs = torch.where(done[..., None], pad_only, log_probs)
-            top_log_probs, top_tokens = log_probs.topk(k, dim=-1)  # (B, k, k)
-            candidate_scores = scores[..., None] + top_log_probs  # (B, k, k)
-            candidate_lengths = torch.where(done, lengths, step)[..., None]
-            candidate_lengths = candidate_lengths.expand(B, k, k)
-            ranking = candidate_scores / gnmt_length_penalty(
-                candidate_lengths, length_penalty
+            top_log_probs, top_tokens = log_probs.topk(n_best, dim=-1)
+            # (B * k, n_best) -> (B, k * n_best) candidates, sorted best first
+            candidates = (scores.view(-1, 1) + top_log_probs).view(B, -1)
+            candidates, order = candidates.sort(dim=1, descending=True)
+            new_tokens = top_tokens.view(B, -1).gather(1, order)
+            parent = order // n_best  # the hypothesis each one extends
+            ends = new_tokens == c.eos_id
+            lp = gnmt_length_penalty(step, length_penalty)
+            # those of the k best that end with <eos> join the finished pool
+            finishing = ends[:, :k] & ~done[:, None]
+            rows = first_row + parent[:, :k]  # (B, k)
+            sentences = torch.cat(
+                [tokens[rows][..., 1:], new_tokens[:, :k, None]], dim=-1
+            )  # (B, k, step): the tokens after <bos>
+            pool = _keep_best(
+                pool,
+                (
+                    (candidates[:, :k] / lp).masked_fill(~finishing, -math.inf),
+                    torch.full_like(rows, step),
+                    F.pad(sentences, (0, max_len - step), value=c.pad_id),
+                ),
+                k,
             )
-            best = ranking.view(B, k * k).topk(k, dim=-1).indices  # (B, k)
-            parent = best // k  # the beam each survivor extends
-            new_tokens = top_tokens.view(B, k * k).gather(1, best)
-            scores = candidate_scores.view(B, k * k).gather(1, best)
-            lengths = candidate_lengths.reshape(B, k * k).gather(1, best)
-            done = done.gather(1, parent) | (new_tokens == c.eos_id)
-            rows = (first_row + parent).view(-1)
-            tokens = torch.cat([tokens[rows], new_tokens.view(-1, 1)], dim=1)
-            if cache is not None:  # its rows follow the surviving hypotheses
+            # the k best that do not end go on: k hypotheses stay alive
+            live = candidates.masked_fill(ends, -math.inf).topk(k, dim=1)
+            scores = live.values
+            rows = (first_row + parent.gather(1, live.indices)).view(-1)
+            chosen = new_tokens.gather(1, live.indices).view(-1, 1)
+            tokens = torch.cat([tokens[rows], chosen], dim=1)
+            if cache is not None:  # its rows follow the live hypotheses
                 cache.reorder(rows)
+            # finished when no live hypothesis, ending now, would rank higher
+            done |= pool[0].max(dim=1).values >= scores.max(dim=1).values / lp
             if done.all():
                 break
-        final = scores / gnmt_length_penalty(lengths, length_penalty)
-        winner = final.argmax(dim=-1, keepdim=True)  # (B, 1)
-        width = int(lengths.gather(1, winner).max())
-        return tokens[(first_row + winner).view(-1), 1 : 1 + width]
+        if not done.all():  # at max_len: the live hypotheses compete too
+            live_rank = scores / gnmt_length_penalty(max_len, length_penalty)
+            pool = _keep_best(
+                pool,
+                (
+                    live_rank.masked_fill(done[:, None], -math.inf),
+                    torch.full_like(pool[1], max_len),
+                    tokens[:, 1:].view(B, k, max_len),
+                ),
+                k,
+            )
+        rank, length, finished = pool
+        winner = rank.argmax(dim=1)  # (B,)
+        width = int(length[torch.arange(B), winner].max())
+        return finished[torch.arange(B), winner, :width]
 
 # %% ../book/08_decoding_and_evaluation.ipynb #5bee89bc
-import math
 from collections import Counter
 from collections.abc import Sequence
 

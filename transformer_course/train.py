@@ -631,7 +631,10 @@ def fit(run: Run, updates: int, checkpoint=None, progress: bool = True) -> Run:
                 # mean over the update's tokens; DDP averages over processes
                 run.scaler.scale(loss * run.world / tokens).backward()
             total += loss.detach()
-        run.scaler.step(run.optimizer)  # unscales; skips the step on inf/NaN
+        # unscales; skips the step on inf/NaN gradients (fp16). The schedule
+        # and run.step still advance: the steps skipped (a few while the
+        # scaler finds its scale, then rare) shorten the warm-up a little
+        run.scaler.step(run.optimizer)
         run.scaler.update()
         run.optimizer.zero_grad(set_to_none=True)
         run.scheduler.step()
