@@ -591,6 +591,9 @@ class Run:
         if dist.is_available() and dist.is_initialized():
             self.rank, self.world = dist.get_rank(), dist.get_world_size()
             self.net = DistributedDataParallel(self.model)
+            # dropout masks of its own in each process (one seed for all
+            # would give every process the same masks)
+            torch.manual_seed(c.seed + self.rank)
 
     def autocast(self):
         return autocast(self.device, self.precision)
