@@ -251,3 +251,18 @@ def test_a_finished_hypothesis_is_not_pushed_out_of_the_beam():
         # [<eos>]: log 0.3 = -1.20; every other ending is below -1.9, and at
         # step 2 the two live extensions (-1.05 each) outrank it
         assert out.tolist() == [[EOS]], alpha
+
+
+def test_beam_size_one_equals_greedy_on_ties():
+    """Equal probabilities: both take the lower token id (argmax's rule)."""
+    A, B = 3, 4
+
+    def next_probs(source, prefix):
+        return {A: 0.5, B: 0.5} if len(prefix) < 2 else {EOS: 1.0}
+
+    model = ScriptedModel(8, next_probs)
+    src = torch.tensor([[6]])
+    greedy = greedy_decode(model, src, 5)
+    assert greedy.tolist() == [[A, A, EOS]]
+    for alpha in (0.0, 0.6):
+        assert torch.equal(beam_search(model, src, 1, 5, alpha), greedy)

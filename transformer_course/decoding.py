@@ -190,11 +190,19 @@ def beam_search(
         cache = _new_cache(model, memory, src_mask, use_cache)
         for step in range(1, max_len + 1):
             log_probs = _next_log_probs(model, tokens, memory, src_mask, cache)
-            top_log_probs, top_tokens = log_probs.topk(n_best, dim=-1)
+            # stable sorts: among equal scores the lower token id first, as
+            # greedy_decode's argmax, so that beam_size=1 is greedy on ties too
+            top_log_probs, top_tokens = log_probs.sort(
+                dim=-1, descending=True, stable=True
+            )
+            top_log_probs = top_log_probs[:, :n_best]
+            top_tokens = top_tokens[:, :n_best]
             # (B * k, n_best) -> (B, k * n_best) candidates, sorted best first
-            candidates = (scores.view(-1, 1) + top_log_probs).view(B, -1)
-            candidates, order = candidates.sort(dim=1, descending=True)
-            new_tokens = top_tokens.view(B, -1).gather(1, order)
+            candidates = (scores.reshape(-1, 1) + top_log_probs).view(B, -1)
+            candidates, order = candidates.sort(
+                dim=1, descending=True, stable=True
+            )
+            new_tokens = top_tokens.reshape(B, -1).gather(1, order)
             parent = order // n_best  # the hypothesis each one extends
             ends = new_tokens == c.eos_id
             lp = gnmt_length_penalty(step, length_penalty)
@@ -214,14 +222,17 @@ def beam_search(
                 k,
             )
             # the k best that do not end go on: k hypotheses stay alive
-            live = candidates.masked_fill(ends, -math.inf).topk(k, dim=1)
-            scores = live.values
-            rows = (first_row + parent.gather(1, live.indices)).view(-1)
-            chosen = new_tokens.gather(1, live.indices).view(-1, 1)
+            live = candidates.masked_fill(ends, -math.inf).sort(
+                dim=1, descending=True, stable=True
+            )
+            scores, live_index = live.values[:, :k], live.indices[:, :k]
+            rows = (first_row + parent.gather(1, live_index)).view(-1)
+            chosen = new_tokens.gather(1, live_index).view(-1, 1)
             tokens = torch.cat([tokens[rows], chosen], dim=1)
             if cache is not None:  # its rows follow the live hypotheses
                 cache.reorder(rows)
-            # finished when no live hypothesis, ending now, would rank higher
+            # done when no live hypothesis, ranked at its current length,
+            # is above the best finished one
             done |= pool[0].max(dim=1).values >= scores.max(dim=1).values / lp
             if done.all():
                 break
