@@ -217,11 +217,12 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = c = config
         self.embedding = nn.Embedding(c.vocab_size, c.d_model)  # shared
-        self.positional_encoding = PositionalEncoding(
-            c.d_model, c.max_len, c.dropout
-        )
         if c.rope:  # chapter 9: positions rotate q and k; only dropout here
             self.positional_encoding = nn.Dropout(c.dropout)
+        else:
+            self.positional_encoding = PositionalEncoding(
+                c.d_model, c.max_len, c.dropout
+            )
         layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
         self.encoder_layers = nn.ModuleList(
             [
