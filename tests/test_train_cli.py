@@ -94,6 +94,56 @@ def test_two_processes_equal_one_with_the_same_global_batch(tmp_path):
     assert torch.load(two, weights_only=True)["step"] == 5
 
 
+def _torchrun(*args):
+    return _run(
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "transformer_course.train",
+        *args,
+        module=("-m", "torch.distributed.run"),
+    )
+
+
+@pytest.mark.skipif(
+    not torch.distributed.is_available(), reason="no torch.distributed"
+)
+def test_two_processes_resume_each_with_its_own_dropout_masks(tmp_path):
+    """torchrun, 2 processes (gloo), dropout on: 3 updates, a checkpoint, 3
+    more in new processes, against 6 straight. Each process keeps its own
+    random states through the checkpoint, so the masks of the two processes
+    still differ after the resume, and the run equals the uninterrupted one.
+    (Restoring the first process's states in both made them draw the same
+    masks: the resumed run then differed from the straight one.)"""
+    common = [*SMALL, "--dropout", "0.3"]
+    straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
+    _torchrun(*common, "--updates", "6", "--checkpoint", str(straight))
+    _torchrun(*common, "--updates", "3", "--checkpoint", str(split))
+    _torchrun(*common, "--updates", "6", "--checkpoint", str(split), "--resume")
+    for path in (straight, split):
+        state = torch.load(path, weights_only=True)
+        assert state["step"] == 6
+        first, second = (s["torch"] for s in state["rng_per_rank"])
+        assert not torch.equal(first, second)  # masks of their own
+    a, b = _parameters(straight), _parameters(split)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def test_resume_refuses_another_number_of_processes(tmp_path):
+    from transformer_course.train import Run, TrainConfig, resume, save_run
+
+    config = TrainConfig(task="numbers", n_train=400, d_model=32, n_heads=2)
+    run = Run(config)
+    path = save_run(run, tmp_path / "one.pt")
+    state = torch.load(path, weights_only=True)
+    assert len(state["rng_per_rank"]) == 1
+    run.world = 2  # as if resumed by two processes
+    with pytest.raises(ValueError, match="written by 1 process"):
+        resume(run, path)
+
+
 def test_optional_int_fields_parse_as_ints():
     from transformer_course.train import _flag_type
 

@@ -66,6 +66,26 @@ def test_noam_lr():
         noam_lr(0, 512, 4000)
 
 
+def test_noam_lr_without_warm_up_holds_the_same_peak_then_decays_alike():
+    peak = noam_lr(200, 64, 200, 0.5)
+    for step in (1, 2, 50, 199, 200):
+        assert noam_lr(step, 64, 200, 0.5, ramp=False) == pytest.approx(peak)
+        assert noam_lr(step, 64, 200, 0.5) <= peak
+    for step in (201, 500, 5000):
+        assert noam_lr(step, 64, 200, 0.5, ramp=False) == noam_lr(
+            step, 64, 200, 0.5
+        )
+    config = TrainConfig(warmup_ramp=False, warmup=4)
+    run = Run(config, task=make_task("grammar", n_train=600))
+    rates = []
+    for _ in range(6):
+        rates.append(run.optimizer.param_groups[0]["lr"])
+        run.optimizer.step()
+        run.scheduler.step()
+    assert rates[:4] == [pytest.approx(config.peak_lr)] * 4
+    assert rates[4] < rates[3]
+
+
 @pytest.mark.parametrize("max_tokens", [20, 64, 500])
 def test_token_batches_respect_the_budget_and_use_every_example(max_tokens):
     rng = random.Random(max_tokens)

@@ -3,7 +3,8 @@
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
            'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads',
-           'grouped_query_transformer', 'DecoderCache', 'kv_cache_bytes']
+           'grouped_query_transformer', 'LagModel', 'lag_batch', 'train_lag', 'DecoderCache', 'kv_cache_bytes',
+           'reversal_batch', 'small_model', 'loss_on', 'layer_gradient_norms', 'train_reversal']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
@@ -272,6 +273,61 @@ def grouped_query_transformer(model, n_kv_heads: int):
     )
     return new.train(model.training)
 
+# %% ../book/09_beyond_the_paper.ipynb #cell-040
+from .positional_encoding import PositionalEncoding
+
+
+class LagModel(nn.Module):
+    """Embedding, one causal attention layer with a residual, output."""
+
+    def __init__(self, use_rope, vocab_size=16, d_model=32, std=None):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        # N(0, 1/d_model), as chapter 6: scaled by sqrt(d_model), entries of
+        # size 1, comparable to the sines (nn.Embedding's N(0, 1) drowns them)
+        std = d_model**-0.5 if std is None else std
+        nn.init.normal_(self.embedding.weight, std=std)
+        self.pe = None if use_rope else PositionalEncoding(d_model)
+        self.attention = GroupedQueryAttention(d_model, 4, rope=use_rope)
+        self.out = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        h = self.embedding(x) * self.embedding.embedding_dim**0.5
+        h = h if self.pe is None else self.pe(h)
+        h = h + self.attention(h, h, h, is_causal=True)
+        return self.out(h)
+
+
+def lag_batch(generator, B, T, lag=3):
+    x = torch.randint(0, 16, (B, T), generator=generator)
+    return x, x.roll(lag, dims=1)  # target at t: x[t - lag] (t >= lag)
+
+
+def train_lag(
+    use_rope: bool, steps: int = 1000, seed: int = 0, std=None
+) -> dict:
+    """{T: accuracy at test length T} of a LagModel trained on length 16;
+    `seed` draws its weights and its training sequences; `std`: that of
+    the embeddings (None: d_model**-0.5)."""
+    torch.manual_seed(seed)
+    model_l = LagModel(use_rope, std=std)
+    optimizer = torch.optim.Adam(model_l.parameters(), 3e-3)
+    generator = torch.Generator().manual_seed(seed + 1)
+    for _ in range(steps):
+        x, y = lag_batch(generator, 32, 16)
+        logits = model_l(x)[:, 3:]
+        loss = F.cross_entropy(logits.flatten(0, 1), y[:, 3:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    accuracy = {}
+    with torch.no_grad():
+        for T in (16, 32, 64, 128):
+            x, y = lag_batch(torch.Generator().manual_seed(2), 200, T)
+            right = model_l(x)[:, 3:].argmax(-1) == y[:, 3:]
+            accuracy[T] = right.float().mean().item()
+    return accuracy
+
 # %% ../book/09_beyond_the_paper.ipynb #cell-045
 class DecoderCache:
     """The decoder's keys and values for one batch of sentences.
@@ -369,3 +425,66 @@ def kv_cache_bytes(
 ) -> int:
     """Bytes of the keys and values of `length` tokens in n_layers layers."""
     return 2 * n_layers * batch * length * n_kv_heads * d_k * bytes_per_number
+
+# %% ../book/09_beyond_the_paper.ipynb #cell-065
+from .transformer import TransformerConfig
+
+
+def reversal_batch(generator, B=32, T=10, vocab_size=20):
+    """Random sources (ids 3 and up); targets: reversed, <bos> first."""
+    src = torch.randint(3, vocab_size, (B, T), generator=generator)
+    bos = torch.full((B, 1), 1)
+    return src, torch.cat([bos, src.flip(1)], dim=1)
+
+
+def small_model(norm_first: bool, n_layers: int, seed: int = 0):
+    """A small Transformer for the reversal task, its weights from `seed`."""
+    torch.manual_seed(seed)
+    config = TransformerConfig(
+        vocab_size=20,
+        d_model=64,
+        n_heads=4,
+        n_layers=n_layers,
+        d_ff=128,
+        dropout=0.0,
+        norm_first=norm_first,
+    )
+    return Transformer(config)
+
+
+def loss_on(model, src, tgt):
+    """Teacher-forced cross-entropy of a (src, <bos> + target) batch."""
+    logits = model(src, tgt[:, :-1])  # teacher forcing, as in chapter 7
+    return F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
+
+
+def layer_gradient_norms(norm_first: bool, n_layers: int = 6, seed: int = 0):
+    """The gradient norm of each layer (encoder, then decoder) on one batch,
+    before any update."""
+    model = small_model(norm_first, n_layers, seed)
+    src, tgt = reversal_batch(torch.Generator().manual_seed(seed + 1))
+    loss_on(model, src, tgt).backward()
+    layers = list(model.encoder_layers) + list(model.decoder_layers)
+    return [
+        torch.cat([p.grad.flatten() for p in layer.parameters()]).norm().item()
+        for layer in layers
+    ]
+
+
+def train_reversal(norm_first, warmup, steps=200, lr=3e-3, seed: int = 0):
+    """The model and its losses after `steps` Adam updates on fresh batches
+    (a linear warm-up over `warmup` steps, none if 0)."""
+    model_t = small_model(norm_first, n_layers=4, seed=seed)
+    optimizer = torch.optim.Adam(
+        model_t.parameters(), lr, betas=(0.9, 0.98), eps=1e-9
+    )
+    generator, losses = torch.Generator().manual_seed(seed + 1), []
+    for step in range(1, steps + 1):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * min(1.0, step / warmup) if warmup else lr
+        loss = loss_on(model_t, *reversal_batch(generator))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return model_t, losses

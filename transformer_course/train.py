@@ -7,8 +7,8 @@ __all__ = ['PEOPLE', 'VERBS', 'THINGS', 'PLACES', 'TIMES', 'DIGITS', 'SPECIALS',
            'TranslationTask', 'make_task', 'example_length', 'token_batches', 'random_batches', 'padding_fraction',
            'collate', 'BatchStream', 'label_smoothed_loss', 'noam_lr', 'choose_precision', 'autocast', 'TrainConfig',
            'seed_everything', 'Run', 'fit', 'validation_loss', 'greedy_translate', 'exact_match', 'save_checkpoint',
-           'load_checkpoint', 'save_run', 'resume', 'cache_dir', 'train_or_load', 'main', 'DownloadError', 'download',
-           'read_iwslt_archive', 'fetch_iwslt2017', 'train_subword_tokenizer']
+           'load_checkpoint', 'save_run', 'resume', 'read_seeds', 'seed_table', 'cache_dir', 'train_or_load', 'main',
+           'DownloadError', 'download', 'read_iwslt_archive', 'fetch_iwslt2017', 'train_subword_tokenizer']
 
 # %% ../book/07_training.ipynb #cell-007
 import functools
@@ -441,14 +441,22 @@ def label_smoothed_loss(
     return loss.sum() if reduction == "sum" else loss.mean()
 
 # %% ../book/07_training.ipynb #cell-047
-def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
+def noam_lr(
+    step: int,
+    d_model: int,
+    warmup: int,
+    factor: float = 1.0,
+    ramp: bool = True,
+) -> float:
     """factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5),
-    for step >= 1."""
+    for step >= 1. ramp=False: no warm-up, the peak from the first step
+    (min(step**-0.5, warmup**-0.5)), the same decay after it."""
     if step < 1:
         raise ValueError(f"noam_lr counts steps from 1, got step={step}")
     if warmup < 1:
         raise ValueError(f"warmup must be at least 1, got {warmup}")
-    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    rising = step * warmup**-1.5 if ramp else warmup**-0.5
+    return factor * d_model**-0.5 * min(step**-0.5, rising)
 
 # %% ../book/07_training.ipynb #cell-053
 def choose_precision(device) -> str:
@@ -492,6 +500,7 @@ class TrainConfig:
     accumulate: int = 1  # micro-batches per update, per process
     updates: int = 600  # optimizer steps
     warmup: int = 200  # warm-up steps of noam_lr
+    warmup_ramp: bool = True  # False: the peak rate from step 1, no warm-up
     lr_factor: float = 0.5  # peak lr = lr_factor / sqrt(d_model * warmup)
     label_smoothing: float = 0.1
     eval_every: int = 100  # validation loss (and checkpoint) every so often
@@ -576,7 +585,9 @@ class Run:
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,  # update u (from 1) uses noam_lr(u)
-            lambda s: noam_lr(s + 1, c.d_model, c.warmup, c.lr_factor),
+            lambda s: noam_lr(
+                s + 1, c.d_model, c.warmup, c.lr_factor, c.warmup_ramp
+            ),
         )
         self.scaler = torch.amp.GradScaler(
             self.device.type, enabled=self.precision == "fp16"
@@ -678,8 +689,8 @@ def _record(run: Run, total, tokens: int, checkpoint, last: bool) -> None:
     run.history.append(record)
     if run.step % run.config.eval_every == 0 or last:
         record["validation_loss"] = validation_loss(run)
-        if checkpoint is not None and run.rank == 0:
-            save_run(run, checkpoint)
+        if checkpoint is not None:
+            save_run(run, checkpoint)  # every process: it gathers their states
 
 
 @torch.no_grad()
@@ -822,7 +833,23 @@ def load_checkpoint(
     return state
 
 # %% ../book/07_training.ipynb #cell-068
-def save_run(run: Run, path) -> Path:
+def _every_rank_rng_states(run: Run) -> list:
+    """The random states of every process, in rank order (under DDP a
+    collective call: every process must make it)."""
+    states = _rng_states()
+    if run.world == 1:
+        return [states]
+    gathered = [None] * run.world
+    dist.all_gather_object(gathered, states)
+    return gathered
+
+
+def save_run(run: Run, path) -> Path | None:
+    """Checkpoint a run. Under DDP every process calls it (each one's random
+    states are gathered, its own dropout masks to come) and the first writes."""
+    rng_per_rank = _every_rank_rng_states(run)
+    if run.rank != 0:
+        return None
     return save_checkpoint(
         path,
         model=run.model,
@@ -834,6 +861,7 @@ def save_run(run: Run, path) -> Path:
         history=run.history,
         config=dataclasses.asdict(run.config),
         vocab=run.task.vocab.tokens,
+        rng_per_rank=rng_per_rank,
     )
 
 
@@ -842,6 +870,13 @@ def resume(run: Run, path) -> Run:
     state = torch.load(path, map_location="cpu", weights_only=True)
     if state["vocab"] != run.task.vocab.tokens:
         raise ValueError(f"{path} was trained on another vocabulary")
+    # rng_per_rank: one entry per process (older checkpoints: the first's)
+    rng_per_rank = state.get("rng_per_rank", [state["rng"]])
+    if len(rng_per_rank) != run.world:
+        raise ValueError(
+            f"{path} was written by {len(rng_per_rank)} process(es), resumed "
+            f"by {run.world}: each process needs its own random states"
+        )
     load_checkpoint(
         path,
         model=run.model,
@@ -849,10 +884,37 @@ def resume(run: Run, path) -> Run:
         scheduler=run.scheduler,
         scaler=run.scaler,
         map_location=run.device,
+        restore_rng=False,
     )
+    _set_rng_states(rng_per_rank[run.rank])  # this process's own
     run.step, run.history = state["step"], state["history"]
     run.stream.load_state_dict(state["data"])
     return run
+
+# %% ../book/07_training.ipynb #cell-072
+import json
+
+
+def read_seeds(experiment: str, folder="../benchmarks/results") -> dict | None:
+    """The multi-seed results benchmarks/training_seeds.py wrote for
+    `experiment`, or None where the repository is not at hand (on Colab only
+    the package is installed)."""
+    path = Path(folder) / f"seeds_{experiment}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def seed_table(document: dict, rows: dict, scale=1.0, digits=1) -> str:
+    """One line per {label: figure name}: each seed's value, then the min
+    and the max (values times `scale`)."""
+    width = max(map(len, rows))
+    seeds = " ".join(f"{f's{seed}':>6}" for seed in document["seeds"])
+    lines = [f"{'':<{width}} {seeds} {'min':>6} {'max':>6}"]
+    for label, name in rows.items():
+        figure = document["metrics"][name]
+        values = [*figure["runs"], figure["min"], figure["max"]]
+        numbers = " ".join(f"{scale * v:>6.{digits}f}" for v in values)
+        lines.append(f"{label:<{width}} {numbers}")
+    return "\n".join(lines)
 
 # %% ../book/07_training.ipynb #cell-075
 import hashlib
@@ -860,7 +922,11 @@ import json
 
 TASK_CONFIGS = {
     "grammar": TrainConfig(task="grammar"),
-    "numbers": TrainConfig(task="numbers", dropout=0.0),
+    # half the peak and 800 updates: at the grammar's rate, the numbers
+    # model's loss spiked late in some runs (the recipe section)
+    "numbers": TrainConfig(
+        task="numbers", dropout=0.0, lr_factor=0.25, updates=800
+    ),
 }
 
 

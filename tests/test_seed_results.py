@@ -1,0 +1,61 @@
+"""The multi-seed results that chapters 7-9 read (benchmarks/results/seeds_*.json):
+at least five seeds each, every run's figure kept, the summary consistent with the
+runs, and the reader and the table printer of chapter 7."""
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from transformer_course.train import read_seeds, seed_table
+
+RESULTS = Path(__file__).parent.parent / "benchmarks" / "results"
+FILES = sorted(RESULTS.glob("seeds_*.json"))
+# what chapters 7-9 read with read_seeds(...)
+READ_BY_THE_CHAPTERS = {
+    "tasks",
+    "tasks_default",
+    "recipe",
+    "early_beam",
+    "gqa",
+    "rope",
+    "layernorm",
+}
+
+
+def test_every_experiment_the_chapters_read_is_committed():
+    assert {
+        p.stem.removeprefix("seeds_") for p in FILES
+    } >= READ_BY_THE_CHAPTERS
+    for experiment in READ_BY_THE_CHAPTERS:
+        assert (RESULTS / f"seeds_{experiment}.md").exists(), experiment
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_results_keep_every_seed_and_a_consistent_summary(path):
+    document = json.loads(path.read_text())
+    seeds = document["seeds"]
+    assert len(seeds) >= 5 and len(set(seeds)) == len(seeds)
+    assert document["script"] == "benchmarks/training_seeds.py"
+    assert document["metrics"]
+    for name, metric in document["metrics"].items():
+        runs = metric["runs"]
+        assert len(runs) == len(seeds), name
+        assert metric["min"] == min(runs) and metric["max"] == max(runs), name
+        assert metric["mean"] == pytest.approx(statistics.fmean(runs)), name
+
+
+def test_read_seeds_and_seed_table(tmp_path):
+    assert read_seeds("absent", folder=tmp_path) is None
+    document = {
+        "seeds": [0, 1],
+        "metrics": {"a: b": {"runs": [0.5, 0.25], "min": 0.25, "max": 0.5}},
+    }
+    (tmp_path / "seeds_x.json").write_text(json.dumps(document))
+    assert read_seeds("x", folder=tmp_path) == document
+    table = seed_table(document, {"label": "a: b"}, scale=100)
+    assert table.splitlines() == [
+        "          s0     s1    min    max",
+        "label   50.0   25.0   25.0   50.0",
+    ]
