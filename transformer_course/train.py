@@ -918,7 +918,6 @@ def seed_table(document: dict, rows: dict, scale=1.0, digits=1) -> str:
 
 # %% ../book/07_training.ipynb #cell-075
 import hashlib
-import json
 
 TASK_CONFIGS = {
     "grammar": TrainConfig(task="grammar"),
