@@ -104,7 +104,7 @@ def _best_alignment_head(run):
     import torch
 
     from transformer_course import MultiHeadAttention
-    from transformer_course.train import BOS_ID, collate
+    from transformer_course.train import collate
 
     pairs, examples = run.task.splits["test"], run.task.examples("test")
     src, tgt_in, _ = collate(examples)
@@ -112,8 +112,11 @@ def _best_alignment_head(run):
     for b, pair in enumerate(pairs):
         for j, words in enumerate(pair.alignment):
             aligned[b, j, list(words)] = True
-    real = aligned.any(dim=-1)
-    assert tgt_in[0, 0] == BOS_ID
+    real = aligned.any(dim=-1)  # (B, T_tgt): target tokens with an alignment
+    assert all(
+        isinstance(layer.cross_attn, MultiHeadAttention)
+        for layer in run.model.decoder_layers
+    )
     best, weights = 0.0, []
 
     def hook(module, args, kwargs, output):
@@ -123,10 +126,6 @@ def _best_alignment_head(run):
         layer.cross_attn.register_forward_hook(hook, with_kwargs=True)
         for layer in run.model.decoder_layers
     ]
-    assert all(
-        isinstance(layer.cross_attn, MultiHeadAttention)
-        for layer in run.model.decoder_layers
-    )
     try:
         with torch.no_grad():
             run.model.eval()(src, tgt_in)
