@@ -23,7 +23,7 @@ from transformer_course.train import (
     number_pair,
     pair_from_pieces,
     read_iwslt_archive,
-    train_subword_tokenizer,
+    train_tokenizer,
 )
 
 NUMERALS = {
@@ -218,9 +218,10 @@ def test_download_checks_the_checksum_and_caches(server, tmp_path):
     pairs = read_iwslt_archive(path)
     assert len(pairs) == 30
     assert pairs[0] == ("sentence number 0", "第0句话")
-    tokenizer = train_subword_tokenizer([t for p in pairs for t in p], 80)
+    tokenizer = train_tokenizer([t for p in pairs for t in p], 80)
     assert [tokenizer.token_to_id(t) for t in SPECIALS] == [0, 1, 2, 3]
-    assert "第" in tokenizer.encode("第7句话").tokens
+    for text in ("sentence number 7", "第7句话"):  # spaces kept, text back
+        assert tokenizer.decode(tokenizer.encode(text).ids) == text
 
 
 def test_download_refuses_a_wrong_checksum_and_keeps_nothing(server, tmp_path):

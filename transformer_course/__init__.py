@@ -10,9 +10,9 @@ Public names by chapter; import them from the package itself, for example
 - chapter 4 (Masking: padding and the future): padding_mask, causal_mask
 - chapter 5 (Multi-head attention in PyTorch): MultiHeadAttention
 - chapter 6 (The full Transformer): TransformerConfig, FeedForward, Residual, EncoderLayer, DecoderLayer, Transformer, count_parameters
-- chapter 7 (Training the Transformer): Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, greedy_translate, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
+- chapter 7 (Training the Transformer): CorpusError, fetch_catalogs, read_catalogs, strip_markup, strip_accelerators, clean, split_by_package, random_split, gettext_corpus, train_tokenizer, Retrieval, scores, CorpusTask, gettext_task, load_translation_model, greedy_translate, translate, Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
 - chapter 8 (Decoding and evaluation): greedy_decode, beam_search, bleu, exact_match_score
-- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, DecoderCache, grouped_query_transformer, kv_cache_bytes
+- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, grouped_query_transformer, DecoderCache, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
@@ -61,6 +61,9 @@ from transformer_course.transformer import (
 # Chapter 7 (transformer_course.train) loads on first use: imported here, it
 # would be in sys.modules before `python -m transformer_course.train` runs it.
 _TRAIN_NAMES = (
+    "CorpusError fetch_catalogs read_catalogs strip_markup strip_accelerators "
+    "clean split_by_package random_split gettext_corpus train_tokenizer "
+    "Retrieval scores CorpusTask gettext_task load_translation_model translate "
     "BatchStream DownloadError Pair Run TrainConfig TranslationTask Vocabulary "
     "chinese_numeral collate download english_number_words exact_match fit "
     "grammar_pairs greedy_translate label_smoothed_loss load_checkpoint "

