@@ -438,3 +438,8 @@ def test_a_model_of_another_corpus_is_refused(tmp_path):
     torch.save(state, path)
     with pytest.raises(CorpusError, match="retrain it"):
         load_translation_model(path)
+    torch.save({"model": model.state_dict()}, path)  # a training checkpoint
+    with pytest.raises(
+        CorpusError, match="not a model that save_translation_model wrote"
+    ):
+        load_translation_model(path)

@@ -721,6 +721,10 @@ def load_translation_model(path=None):
         )
     with (path if hasattr(path, "open") else Path(path)).open("rb") as file:
         record = torch.load(file, map_location="cpu", weights_only=True)
+    if not isinstance(record, dict) or "corpus_digest" not in record:
+        raise CorpusError(
+            f"{path} is not a model that save_translation_model wrote"
+        )
     if record["corpus_digest"] != CORPUS_DIGEST:
         raise CorpusError(
             f"{path} was trained on the corpus {record['corpus_digest']}, not "
