@@ -25,13 +25,15 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_course import beam_search, greedy_decode
-from transformer_course.train import (
+from transformer_course.corpus import (
     CORPUS_DIGEST,
     EOS_ID,
-    GETTEXT_MODEL,
     PAD_ID,
-    Retrieval,
     gettext_corpus,
+)
+from transformer_course.translation import (
+    GETTEXT_MODEL,
+    Retrieval,
     load_translation_model,
     scores,
     translate,

@@ -18,7 +18,13 @@ from pathlib import Path
 
 import torch
 
-from transformer_course import Transformer, TransformerConfig, greedy_decode
+from transformer_course import (
+    DecoderCache,
+    NoCache,
+    Transformer,
+    TransformerConfig,
+    greedy_decode,
+)
 
 
 def cpu_name() -> str:
@@ -32,13 +38,13 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def seconds(model, src, n, use_cache, device):
+def seconds(model, src, n, cache, device):
     best = float("inf")
     for _ in range(2):
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        out = greedy_decode(model, src, n, use_cache=use_cache)
+        out = greedy_decode(model, src, n, cache=cache)
         if device == "cuda":
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
@@ -84,10 +90,10 @@ def main() -> None:
             "|---:|---:|---:|---:|",
         ]
         print("\n".join(lines), flush=True)
-        seconds(model, src, 8, True, device)  # warm-up
+        seconds(model, src, 8, DecoderCache, device)  # warm-up
         for n in args.lengths:
-            slow = seconds(model, src, n, False, device)
-            fast = seconds(model, src, n, True, device)
+            slow = seconds(model, src, n, NoCache, device)
+            fast = seconds(model, src, n, DecoderCache, device)
             lines.append(
                 f"| {n} | {slow:.3f} | {fast:.3f} | {slow / fast:.1f} |"
             )

@@ -24,14 +24,10 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.train import (
-    CATALOG_SOURCES,
-    TASK_CONFIGS,
-    Run,
-    fit,
-    resume,
-    save_translation_model,
-)
+from transformer_course.catalogs import CATALOG_SOURCES
+from transformer_course.trained_models import TASK_CONFIGS
+from transformer_course.training import Run, fit, resume
+from transformer_course.translation import save_translation_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.train import (
-    TASK_CONFIGS,
-    BatchStream,
+from transformer_course.batching import BatchStream
+from transformer_course.trained_models import TASK_CONFIGS
+from transformer_course.training import (
     Run,
     TrainConfig,
     exact_match,

@@ -61,15 +61,20 @@ def _setup():
 
 
 def _grammar_config(seed, **changes):
-    from transformer_course.train import TASK_CONFIGS
+    from transformer_course.trained_models import TASK_CONFIGS
 
-    return dataclasses.replace(TASK_CONFIGS["grammar"], seed=seed, **changes)
+    config = dataclasses.replace(TASK_CONFIGS["grammar"], seed=seed)
+    if {"n_kv_heads", "rope"} & set(changes):  # chapter 9's options
+        from transformer_course.beyond import BeyondTrainConfig
+
+        return BeyondTrainConfig.extend(config, **changes)
+    return dataclasses.replace(config, **changes)
 
 
 def _decode_split(model, task, split, beam_size=None, limit=None):
     """Token lists of a split: greedy (None) or beam search, max 40 tokens."""
+    from transformer_course.batching import collate
     from transformer_course.decoding import beam_search, greedy_decode
-    from transformer_course.train import collate
 
     sources = task.examples(split)[:limit]
     outputs = []
@@ -104,7 +109,7 @@ def _best_alignment_head(run):
     import torch
 
     from transformer_course import MultiHeadAttention
-    from transformer_course.train import collate
+    from transformer_course.batching import collate
 
     pairs, examples = run.task.splits["test"], run.task.examples("test")
     src, tgt_in, _ = collate(examples)
@@ -150,7 +155,7 @@ def _best_alignment_head(run):
 
 
 def run_tasks(seed):
-    from transformer_course.train import TASK_CONFIGS, train_or_load
+    from transformer_course.trained_models import TASK_CONFIGS, train_or_load
 
     figures = {}
     for name in ("grammar", "numbers"):
@@ -178,7 +183,7 @@ def run_tasks(seed):
 
 
 def run_recipe(seed):
-    from transformer_course.train import Run, exact_match, fit
+    from transformer_course.training import Run, exact_match, fit
 
     variants = {
         "baseline": {},
@@ -212,8 +217,9 @@ def _output_log_prob(model, src, out, pad_id=0, bos_id=1):
 
 
 def run_early_beam(seed):
+    from transformer_course.batching import collate
     from transformer_course.decoding import beam_search, bleu, greedy_decode
-    from transformer_course.train import Run, collate, fit
+    from transformer_course.training import Run, fit
 
     run = fit(Run(_grammar_config(seed)), EARLY_UPDATES, progress=False)
     model, vocab = run.model.eval(), run.task.vocab
@@ -240,15 +246,12 @@ def run_early_beam(seed):
 
 
 def run_gqa(seed):
+    from transformer_course.batching import collate
     from transformer_course.beyond import grouped_query_transformer
     from transformer_course.decoding import greedy_decode
-    from transformer_course.train import (
-        Run,
-        collate,
-        exact_match,
-        fit,
-        train_or_load,
-    )
+    from transformer_course.kv_cache import DecoderCache
+    from transformer_course.trained_models import train_or_load
+    from transformer_course.training import Run, exact_match, fit
 
     trained = train_or_load(_grammar_config(seed), progress=False)
     task, model = trained.task, trained.model.eval()
@@ -269,18 +272,16 @@ def run_gqa(seed):
     figures = {}
     for name, variant in variants.items():
         figures[f"{name}: test exact match"] = exact_match(variant, task)
-        steps = greedy_decode(variant, src, 40, use_cache=True).size(1)
+        steps = greedy_decode(variant, src, 40, cache=DecoderCache).size(1)
         figures[f"{name}: greedy steps (40 = limit)"] = steps
     return figures
 
 
 def run_rope(seed):
-    from transformer_course.beyond import train_lag
-    from transformer_course.train import (
-        TranslationTask,
-        exact_match,
-        train_or_load,
-    )
+    from transformer_course.beyond_experiments import train_lag
+    from transformer_course.toy_tasks import TranslationTask
+    from transformer_course.trained_models import train_or_load
+    from transformer_course.training import exact_match
 
     figures = {}
     for name in ("sinusoidal", "RoPE"):
@@ -313,7 +314,7 @@ def run_rope(seed):
 def run_layernorm(seed):
     import torch
 
-    from transformer_course.beyond import (
+    from transformer_course.beyond_experiments import (
         layer_gradient_norms,
         reversal_batch,
         train_reversal,

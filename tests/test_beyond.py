@@ -8,23 +8,22 @@ import torch.nn.functional as F
 from transformer_course import (
     MultiHeadAttention,
     Transformer,
-    TransformerConfig,
     beam_search,
     count_parameters,
     greedy_decode,
     scaled_dot_product_attention,
 )
 from transformer_course.beyond import (
-    DecoderCache,
+    BeyondConfig,
     GroupedQueryAttention,
     explicit_attention,
     grouped_query_transformer,
-    kv_cache_bytes,
     online_softmax_attention,
     repeat_kv,
     rope,
     saved_tensor_bytes,
 )
+from transformer_course.kv_cache import DecoderCache, kv_cache_bytes
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (2, 4, 6, 3), (1, 1, 3)])
@@ -156,7 +155,7 @@ VARIANTS = [
 
 def _model(seed=0, **options):
     torch.manual_seed(seed)
-    config = TransformerConfig(
+    config = BeyondConfig(
         vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, **options
     )
     return Transformer(config).eval()
@@ -167,18 +166,20 @@ def test_cached_decoding_equals_uncached(options):
     model = _model(**options)
     src = torch.randint(3, 50, (3, 7))
     src[0, 4:] = 0
-    cached = greedy_decode(model, src, 20, use_cache=True)
+    cached = greedy_decode(model, src, 20, cache=DecoderCache)
     assert torch.equal(cached, greedy_decode(model, src, 20))
-    beams = beam_search(model, src, 3, 20, use_cache=True)
+    beams = beam_search(model, src, 3, 20, cache=DecoderCache)
     assert torch.equal(beams, beam_search(model, src, 3, 20))
 
 
 def test_cache_is_not_carried_between_sentences():
     model = _model(1)
     first, second = torch.randint(3, 50, (2, 1, 6))
-    alone = greedy_decode(model, second, 12, use_cache=True)
-    greedy_decode(model, first, 12, use_cache=True)
-    assert torch.equal(greedy_decode(model, second, 12, use_cache=True), alone)
+    alone = greedy_decode(model, second, 12, cache=DecoderCache)
+    greedy_decode(model, first, 12, cache=DecoderCache)
+    assert torch.equal(
+        greedy_decode(model, second, 12, cache=DecoderCache), alone
+    )
     with torch.no_grad():
         memory, mask = model.encode(first)
         cache = DecoderCache(model, memory, mask)
@@ -258,7 +259,7 @@ def test_rope_model_sees_order_without_added_sines():
 def test_config_rejects_bad_options(options, match):
     arguments = {"vocab_size": 50, "d_model": 32, "n_heads": 4, **options}
     with pytest.raises(ValueError, match=match):
-        TransformerConfig(**arguments)
+        BeyondConfig(**arguments)
 
 
 def test_grouped_query_transformer_conversion():

@@ -212,8 +212,12 @@ def test_package_is_in_sync_with_notebooks(tmp_path):
         shutil.copy(
             ROOT / "transformer_course" / name, scratch / "transformer_course"
         )
+    shutil.copytree(ROOT / "tools", scratch / "tools")
     subprocess.run(
-        ["nbdev-export"], cwd=scratch, check=True, capture_output=True
+        [sys.executable, "tools/export.py"],
+        cwd=scratch,
+        check=True,
+        capture_output=True,
     )
 
     def modules(folder: Path) -> dict[str, str]:
@@ -224,11 +228,11 @@ def test_package_is_in_sync_with_notebooks(tmp_path):
         modules(ROOT / "transformer_course"),
     )
     assert sorted(exported) == sorted(committed), (
-        "run nbdev-export and commit its output"
+        "run python tools/export.py and commit its output"
     )
     for name, text in exported.items():
         assert text == committed[name], (
-            f"transformer_course/{name} differs from the notebooks: run nbdev-export"
+            f"transformer_course/{name} differs from the notebooks: run python tools/export.py"
         )
 
 
@@ -272,7 +276,7 @@ def test_package_docstring_lists_the_public_names_by_chapter():
     )
     chapters = [int(number) for number, _ in lines]
     listed = [name.strip() for _, names in lines for name in names.split(",")]
-    how = "run python tests/test_book.py --fix-package-docstring, then nbdev-export"
+    how = "run python tests/test_book.py --fix-package-docstring, then python tools/export.py"
     assert chapters == sorted(set(chapters)), (
         f"one line per chapter, in order: {how}"
     )
@@ -359,42 +363,63 @@ def test_readme_marks_unwritten_chapters_as_planned():
 PACKAGE_DOC = ROOT / "book" / "_package_docstring.ipynb"
 
 
+def module_chapters() -> dict[str, tuple[int, str, int]]:
+    """{module: (chapter number, chapter title, index of its first cell)} for
+    every module exported from a chapter, read from the header nbdev writes
+    ("File to edit: ../book/07_training.ipynb") and its first cell marker."""
+    chapters = {}
+    for path in sorted((ROOT / "transformer_course").glob("*.py")):
+        text = path.read_text()
+        notebook = re.search(
+            r"File to edit: \.\./book/((\d\d)_\w+\.ipynb)", text
+        )
+        if not notebook:
+            continue  # hand-written: __init__.py, _modidx.py
+        cells = load_notebook(ROOT / "book" / notebook.group(1))["cells"]
+        title = next(
+            m.group(1).strip()
+            for cell in cells
+            if (m := re.search(r"^# (.+)$", source(cell), re.MULTILINE))
+            and cell["cell_type"] == "markdown"
+        )
+        marker = r"^# %% \.\./book/\S+ #(\S+)$"  # a cell; not "# %% auto"
+        first_id = re.search(marker, text, re.MULTILINE)[1]
+        ids = [cell.get("id") for cell in cells]
+        chapters[path.stem] = (
+            int(notebook.group(2)),
+            title,
+            ids.index(first_id),
+        )
+    return chapters
+
+
 def package_docstring_lines() -> list[str]:
     """One line per chapter naming its public names, from `__all__` and the chapters.
 
-    A name belongs to the chapter whose `#| default_exp` module defines it.
+    A name belongs to the chapter whose notebook exports the module defining it;
+    a chapter's names follow its modules' order in the notebook, then each
+    module's `__all__`.
     """
     import importlib
 
     import transformer_course
 
-    chapters = {}  # module name -> (number, title)
-    for path in sorted(ROOT.glob("book/[0-9][0-9]_*.ipynb")):
-        cells = load_notebook(path)["cells"]
-        text = "\n".join(source(cell) for cell in cells)
-        module = re.search(r"^#\| default_exp (\S+)", text, re.MULTILINE)
-        title = re.search(r"^# (.+)$", text, re.MULTILINE)
-        if module and title:
-            chapters[module.group(1)] = (
-                int(path.name[:2]),
-                title.group(1).strip(),
-            )
-    names: dict[int, list[str]] = {}
+    chapters = module_chapters()
+    names: dict[int, list[tuple]] = {}
     titles = {}
     for name in transformer_course.__all__:
         module_name = getattr(transformer_course, name).__module__.split(".")[
             -1
         ]
-        number, title = chapters[module_name]
+        number, title, first_cell = chapters[module_name]
         module = importlib.import_module(f"transformer_course.{module_name}")
         order = list(getattr(module, "__all__", []))
-        names.setdefault(number, []).append(name)
-        names[number].sort(
-            key=lambda n: order.index(n) if n in order else len(order)
-        )
+        rank = order.index(name) if name in order else len(order)
+        names.setdefault(number, []).append((first_cell, rank, name))
         titles[number] = title
     return [
-        f"- chapter {n} ({titles[n]}): {', '.join(names[n])}"
+        f"- chapter {n} ({titles[n]}): "
+        + ", ".join(name for *_, name in sorted(names[n]))
         for n in sorted(names)
     ]
 
@@ -420,7 +445,7 @@ USAGE = """usage:
       rewrite each notebook's first code cell as the Colab set-up cell
   python tests/test_book.py --fix-package-docstring
       rewrite the chapter lines of book/_package_docstring.ipynb from __all__;
-      then run nbdev-export to write them into transformer_course/__init__.py"""
+      then run python tools/export.py to write them into transformer_course/__init__.py"""
 
 
 if __name__ == "__main__":
@@ -431,7 +456,7 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["--fix-package-docstring"]:
         fix_package_docstring()
         print(
-            f"{PACKAGE_DOC.relative_to(ROOT)} rewritten; now run nbdev-export"
+            f"{PACKAGE_DOC.relative_to(ROOT)} rewritten; now run python tools/export.py"
         )
     else:
         sys.exit(USAGE)

@@ -12,31 +12,35 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.train import (
+from transformer_course.catalogs import (
     CATALOG_SOURCES,
-    CORPUS_DIGEST,
-    EOS_ID,
     CatalogSource,
     CorpusError,
     Entry,
-    MessagePair,
-    Retrieval,
     catalog_dir,
-    clean,
-    corpus_digest,
     extract_catalogs,
     fetch_catalogs,
+)
+from transformer_course.corpus import (
+    CORPUS_DIGEST,
+    EOS_ID,
+    MessagePair,
+    clean,
+    corpus_digest,
     gettext_corpus,
-    load_translation_model,
-    placeholder_accuracy,
     placeholders,
     random_split,
-    save_translation_model,
-    scores,
     split_by_package,
     strip_accelerators,
     strip_markup,
     train_tokenizer,
+)
+from transformer_course.translation import (
+    Retrieval,
+    load_translation_model,
+    placeholder_accuracy,
+    save_translation_model,
+    scores,
     translate,
 )
 

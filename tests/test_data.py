@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.train import (
-    EOS_ID,
-    SPECIALS,
+from transformer_course.corpus import EOS_ID, SPECIALS, train_tokenizer
+from transformer_course.downloads import (
     DownloadError,
+    download,
+    read_iwslt_archive,
+)
+from transformer_course.toy_tasks import (
     Vocabulary,
     chinese_numeral,
-    download,
     english_number_words,
     grammar_pairs,
     is_compositional,
-    make_task,
     number_pair,
     pair_from_pieces,
-    read_iwslt_archive,
-    train_tokenizer,
 )
+from transformer_course.training import make_task
 
 NUMERALS = {
     0: "零",

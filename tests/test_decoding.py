@@ -13,7 +13,8 @@ from transformer_course import (
     beam_search,
     greedy_decode,
 )
-from transformer_course.decoding import gnmt_length_penalty
+from transformer_course.decoding import NoCache, gnmt_length_penalty
+from transformer_course.kv_cache import DecoderCache
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -81,18 +82,18 @@ def test_beam_size_one_equals_greedy(seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("beam_size", [None, 2, 4])
-@pytest.mark.parametrize("use_cache", [False, True])
-def test_batched_equals_one_at_a_time(seed, beam_size, use_cache):
+@pytest.mark.parametrize("cache", [NoCache, DecoderCache])
+def test_batched_equals_one_at_a_time(seed, beam_size, cache):
     model, src = random_model(seed), random_sources(seed + 10)
 
-    def decode(x, use_cache=use_cache):
+    def decode(x, cache=cache):
         if beam_size is None:
-            return greedy_decode(model, x, max_len=12, use_cache=use_cache)
-        return beam_search(model, x, beam_size, 12, use_cache=use_cache)
+            return greedy_decode(model, x, max_len=12, cache=cache)
+        return beam_search(model, x, beam_size, 12, cache=cache)
 
     together = decode(src)
-    if use_cache:  # chapter 9's KV cache: the same tokens
-        assert torch.equal(together, decode(src, use_cache=False))
+    if cache is DecoderCache:  # chapter 9's KV cache: the same tokens
+        assert torch.equal(together, decode(src, cache=NoCache))
     for row in range(len(src)):
         alone = decode(src[row, src[row] != PAD][None])[0]
         assert torch.equal(together[row, : len(alone)], alone)
@@ -214,13 +215,13 @@ def test_decoding_restores_training_mode_and_needs_no_grad():
         ),
         (lambda m, s: greedy_decode(nn.Linear(2, 2), s, 5), TypeError, "model"),
         (
-            lambda m, s: greedy_decode(m, s, 5, use_cache="yes"),
+            lambda m, s: greedy_decode(m, s, 5, cache="yes"),
             TypeError,
-            "use_cache",
+            "cache must be a class",
         ),
         (
             lambda m, s: beam_search(
-                ScriptedModel(20, count_sevens), s, use_cache=True
+                ScriptedModel(20, count_sevens), s, cache=DecoderCache
             ),
             TypeError,
             "decoder_layers",

@@ -21,7 +21,7 @@ from transformer_course.exercises.ch07 import (
     check_rng_checkpoint,
     check_token_batches,
 )
-from transformer_course.train import noam_lr
+from transformer_course.training import noam_lr
 
 
 def _half_peak(d_model, warmup):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.train import read_seeds, seed_table
+from transformer_course.seed_results import read_seeds, seed_table
 
 RESULTS = Path(__file__).parent.parent / "benchmarks" / "results"
 FILES = sorted(RESULTS.glob("seeds_*.json"))

@@ -38,7 +38,7 @@ def _parameters(path):
 
 
 def test_help_lists_every_config_field():
-    from transformer_course.train import TrainConfig
+    from transformer_course.training import TrainConfig
 
     out = _run("--help").stdout
     for field in TrainConfig.__dataclass_fields__:
@@ -132,7 +132,7 @@ def test_two_processes_resume_each_with_its_own_dropout_masks(tmp_path):
 
 
 def test_resume_refuses_another_number_of_processes(tmp_path):
-    from transformer_course.train import Run, TrainConfig, resume, save_run
+    from transformer_course.training import Run, TrainConfig, resume, save_run
 
     config = TrainConfig(task="numbers", n_train=400, d_model=32, n_heads=2)
     run = Run(config)

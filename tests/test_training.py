@@ -8,20 +8,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.train import (
-    BatchStream,
+from transformer_course.batching import BatchStream, collate, token_batches
+from transformer_course.beyond import BeyondTrainConfig
+from transformer_course.checkpoints import load_checkpoint, save_checkpoint
+from transformer_course.training import (
     Run,
     TrainConfig,
     choose_precision,
-    collate,
     exact_match,
     fit,
     label_smoothed_loss,
-    load_checkpoint,
     make_task,
     noam_lr,
-    save_checkpoint,
-    token_batches,
 )
 
 
@@ -242,7 +240,7 @@ def test_a_short_run_learns_something(grammar):
 
 
 def test_chapter_9_options_reach_the_model_and_the_data(grammar):
-    config = TrainConfig(
+    config = BeyondTrainConfig(
         n_train=600, n_kv_heads=2, rope=True, max_source_length=6
     )
     run = Run(config, task=grammar)
@@ -255,7 +253,7 @@ def test_chapter_9_options_reach_the_model_and_the_data(grammar):
 
 
 def test_each_configuration_has_its_own_cache_file(tmp_path, monkeypatch):
-    from transformer_course.train import TASK_CONFIGS, _cache_path
+    from transformer_course.trained_models import TASK_CONFIGS, _cache_path
 
     monkeypatch.setenv("TRANSFORMER_COURSE_CACHE", str(tmp_path))
     grammar = TASK_CONFIGS["grammar"]
@@ -263,8 +261,12 @@ def test_each_configuration_has_its_own_cache_file(tmp_path, monkeypatch):
     on_cpu = dataclasses.replace(grammar, device="cpu")
     assert _cache_path(on_cpu) == tmp_path / "grammar.pt"  # same model
     paths = {
-        _cache_path(dataclasses.replace(grammar, **change))
-        for change in ({"rope": True}, {"n_kv_heads": 2}, {"updates": 601})
+        _cache_path(BeyondTrainConfig.extend(grammar, rope=True)),
+        _cache_path(BeyondTrainConfig.extend(grammar, n_kv_heads=2)),
+        _cache_path(dataclasses.replace(grammar, updates=601)),
     }
     assert len(paths) == 3 and tmp_path / "grammar.pt" not in paths
+    # chapter 9's configuration with its options off is still another class
+    plain = BeyondTrainConfig.extend(grammar)
+    assert _cache_path(plain) not in paths | {tmp_path / "grammar.pt"}
     assert all(p.name.startswith("grammar-") for p in paths)

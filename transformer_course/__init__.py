@@ -10,44 +10,33 @@ Public names by chapter; import them from the package itself, for example
 - chapter 4 (Masking: padding and the future): padding_mask, causal_mask
 - chapter 5 (Multi-head attention in PyTorch): MultiHeadAttention
 - chapter 6 (The full Transformer): TransformerConfig, FeedForward, Residual, EncoderLayer, DecoderLayer, Transformer, count_parameters
-- chapter 7 (Training the Transformer): CorpusError, fetch_catalogs, read_catalogs, strip_markup, strip_accelerators, clean, split_by_package, random_split, gettext_corpus, train_tokenizer, Retrieval, scores, CorpusTask, gettext_task, load_translation_model, greedy_translate, translate, Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, token_batches, collate, BatchStream, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, exact_match, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
-- chapter 8 (Decoding and evaluation): greedy_decode, beam_search, bleu, exact_match_score
-- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, grouped_query_transformer, DecoderCache, kv_cache_bytes
+- chapter 7 (Training the Transformer): CorpusError, fetch_catalogs, read_catalogs, strip_markup, strip_accelerators, clean, split_by_package, random_split, gettext_corpus, train_tokenizer, Retrieval, scores, CorpusTask, gettext_task, load_translation_model, greedy_translate, translate, Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, exact_match, token_batches, collate, BatchStream, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
+- chapter 8 (Decoding and evaluation): NoCache, greedy_decode, beam_search, bleu, exact_match_score
+- chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, BeyondConfig, grouped_query_transformer, BeyondTrainConfig, DecoderCache, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
 
-Each chapter's module (`transformer_course.attention`, ...) is exported from its
-notebook by nbdev; this docstring is written by `nbdev-export` from
+Each chapter's modules (`transformer_course.attention`, ...; chapter 7 writes
+several, one concern each) are exported from its notebook by nbdev
+(`python tools/export.py`); this docstring is written from
 `book/_package_docstring.ipynb`, so edit it there."""
 
 __version__ = "0.0.1"
 
-# The public names of the book (see DESIGN.md), importable from the package itself.
-# Everything but this list and exercises.py is exported from the chapters by nbdev.
-from transformer_course.attention import scaled_dot_product_attention, softmax
-from transformer_course.beyond import (
-    DecoderCache,
-    GroupedQueryAttention,
-    grouped_query_transformer,
-    kv_cache_bytes,
-    online_softmax_attention,
-    rope,
-)
-from transformer_course.decoding import (
-    beam_search,
-    bleu,
-    exact_match_score,
-    greedy_decode,
-)
-from transformer_course.embeddings import tokenize
+# The public names of the book (see DESIGN.md), importable from the package
+# itself, chapter by chapter. Everything but this file and exercises/ is exported
+# from the chapters (python tools/export.py). Chapter 7's command line,
+# transformer_course.train, is not imported here: `python -m` runs it.
 from transformer_course.getting_started import draw_architecture, get_device
-from transformer_course.masking import causal_mask, padding_mask
-from transformer_course.multi_head_attention import MultiHeadAttention
+from transformer_course.embeddings import tokenize
 from transformer_course.positional_encoding import (
     PositionalEncoding,
     positional_encoding,
 )
+from transformer_course.attention import scaled_dot_product_attention, softmax
+from transformer_course.masking import causal_mask, padding_mask
+from transformer_course.multi_head_attention import MultiHeadAttention
 from transformer_course.transformer import (
     DecoderLayer,
     EncoderLayer,
@@ -57,55 +46,134 @@ from transformer_course.transformer import (
     TransformerConfig,
     count_parameters,
 )
-
-# Chapter 7 (transformer_course.train) loads on first use: imported here, it
-# would be in sys.modules before `python -m transformer_course.train` runs it.
-_TRAIN_NAMES = (
-    "CorpusError fetch_catalogs read_catalogs strip_markup strip_accelerators "
-    "clean split_by_package random_split gettext_corpus train_tokenizer "
-    "Retrieval scores CorpusTask gettext_task load_translation_model translate "
-    "BatchStream DownloadError Pair Run TrainConfig TranslationTask Vocabulary "
-    "chinese_numeral collate download english_number_words exact_match fit "
-    "grammar_pairs greedy_translate label_smoothed_loss load_checkpoint "
-    "make_task noam_lr save_checkpoint token_batches train_or_load"
-).split()
-
-
-def __getattr__(name):
-    if name in _TRAIN_NAMES:
-        from transformer_course import train as chapter7
-
-        return getattr(chapter7, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from transformer_course.catalogs import (
+    CorpusError,
+    fetch_catalogs,
+    read_catalogs,
+)
+from transformer_course.corpus import (
+    clean,
+    gettext_corpus,
+    random_split,
+    split_by_package,
+    strip_accelerators,
+    strip_markup,
+    train_tokenizer,
+)
+from transformer_course.translation import (
+    CorpusTask,
+    Retrieval,
+    gettext_task,
+    greedy_translate,
+    load_translation_model,
+    scores,
+    translate,
+)
+from transformer_course.toy_tasks import (
+    Pair,
+    TranslationTask,
+    Vocabulary,
+    chinese_numeral,
+    english_number_words,
+    grammar_pairs,
+)
+from transformer_course.batching import BatchStream, collate, token_batches
+from transformer_course.checkpoints import load_checkpoint, save_checkpoint
+from transformer_course.training import (
+    Run,
+    TrainConfig,
+    exact_match,
+    fit,
+    label_smoothed_loss,
+    make_task,
+    noam_lr,
+)
+from transformer_course.trained_models import train_or_load
+from transformer_course.downloads import DownloadError, download
+from transformer_course.decoding import (
+    NoCache,
+    beam_search,
+    bleu,
+    exact_match_score,
+    greedy_decode,
+)
+from transformer_course.beyond import (
+    BeyondConfig,
+    BeyondTrainConfig,
+    GroupedQueryAttention,
+    grouped_query_transformer,
+    online_softmax_attention,
+    rope,
+)
+from transformer_course.kv_cache import DecoderCache, kv_cache_bytes
 
 __all__ = [
-    *_TRAIN_NAMES,
-    "DecoderCache",
-    "DecoderLayer",
-    "EncoderLayer",
-    "FeedForward",
-    "GroupedQueryAttention",
-    "MultiHeadAttention",
-    "PositionalEncoding",
-    "Residual",
-    "Transformer",
-    "TransformerConfig",
+    "BatchStream",
     "beam_search",
+    "BeyondConfig",
+    "BeyondTrainConfig",
     "bleu",
     "causal_mask",
+    "chinese_numeral",
+    "clean",
+    "collate",
+    "CorpusError",
+    "CorpusTask",
     "count_parameters",
+    "DecoderCache",
+    "DecoderLayer",
+    "download",
+    "DownloadError",
     "draw_architecture",
+    "EncoderLayer",
+    "english_number_words",
+    "exact_match",
     "exact_match_score",
+    "FeedForward",
+    "fetch_catalogs",
+    "fit",
     "get_device",
+    "gettext_corpus",
+    "gettext_task",
+    "grammar_pairs",
     "greedy_decode",
+    "greedy_translate",
     "grouped_query_transformer",
+    "GroupedQueryAttention",
     "kv_cache_bytes",
+    "label_smoothed_loss",
+    "load_checkpoint",
+    "load_translation_model",
+    "make_task",
+    "MultiHeadAttention",
+    "noam_lr",
+    "NoCache",
     "online_softmax_attention",
     "padding_mask",
+    "Pair",
     "positional_encoding",
+    "PositionalEncoding",
+    "random_split",
+    "read_catalogs",
+    "Residual",
+    "Retrieval",
     "rope",
+    "Run",
+    "save_checkpoint",
     "scaled_dot_product_attention",
+    "scores",
     "softmax",
+    "split_by_package",
+    "strip_accelerators",
+    "strip_markup",
+    "token_batches",
     "tokenize",
+    "train_or_load",
+    "train_tokenizer",
+    "TrainConfig",
+    "Transformer",
+    "TransformerConfig",
+    "translate",
+    "TranslationTask",
+    "Vocabulary",
 ]

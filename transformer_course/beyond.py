@@ -2,14 +2,14 @@
 
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
-           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads',
-           'grouped_query_transformer', 'LagModel', 'lag_batch', 'train_lag', 'DecoderCache', 'kv_cache_bytes',
-           'reversal_batch', 'small_model', 'loss_on', 'layer_gradient_norms', 'train_reversal']
+           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'BeyondConfig',
+           'grouped_query_transformer', 'BeyondTrainConfig']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
 import math
 import time
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -252,16 +252,67 @@ def pool_key_value_heads(state: dict, n_kv_heads: int, d_k: int) -> dict:
             pooled[name] = grouped.mean(dim=1).flatten(0, 1)
     return pooled
 
+# %% ../book/09_beyond_the_paper.ipynb #beyond-config
+from .transformer import TransformerConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class BeyondConfig(TransformerConfig):
+    """Chapter 6's configuration and this chapter's two options; their
+    defaults give the paper's model."""
+
+    n_kv_heads: int | None = None  # key/value heads in the decoder; None = h
+    rope: bool = False  # rotary positions instead of added sines
+
+    def __post_init__(self):
+        super().__post_init__()
+        kv = self.n_kv_heads
+        if kv is not None and (
+            isinstance(kv, bool)
+            or not isinstance(kv, Integral)
+            or kv < 1
+            or self.n_heads % kv
+        ):
+            raise ValueError(
+                f"n_kv_heads must be None or a divisor of n_heads="
+                f"{self.n_heads} (each key/value head serves a whole group "
+                f"of query heads), got {kv!r}"
+            )
+        if self.rope and (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                "rope=True rotates pairs of dimensions: the head width "
+                f"d_model / n_heads = {self.d_model // self.n_heads} is odd"
+            )
+
+    def attention(self, kind: str) -> nn.Module:
+        """RoPE in self-attention only (a source and a target position do not
+        lie on one axis); shared key/value heads in the decoder only (the
+        encoder runs once per sentence and keeps no cache)."""
+        rope = self.rope and kind != "cross"
+        n_kv_heads = None if kind == "encoder" else self.n_kv_heads
+        if not rope and n_kv_heads is None:
+            return super().attention(kind)  # chapter 5's MultiHeadAttention
+        return GroupedQueryAttention(
+            self.d_model, self.n_heads, n_kv_heads, rope=rope
+        )
+
+    def positions(self) -> nn.Module:
+        if self.rope:  # the positions rotate q and k: only the dropout here
+            return nn.Dropout(self.dropout)
+        return super().positions()
+
 # %% ../book/09_beyond_the_paper.ipynb #cell-047
 def grouped_query_transformer(model, n_kv_heads: int):
     """A copy of a trained multi-head Transformer whose decoder attention has
     n_kv_heads key/value heads, each the mean of its group (the GQA paper)."""
-    if model.config.n_kv_heads is not None:
+    shared = getattr(model.config, "n_kv_heads", None)
+    if shared is not None:
         raise ValueError(
             f"the model already shares key/value heads (n_kv_heads="
-            f"{model.config.n_kv_heads}): convert a multi-head model"
+            f"{shared}): convert a multi-head model"
         )
-    config = dataclasses.replace(model.config, n_kv_heads=n_kv_heads)
+    fields = dataclasses.asdict(model.config) | {"n_kv_heads": n_kv_heads}
+    config = BeyondConfig(**fields)
     new = Transformer(config).to(model.embedding.weight.device)
     state = model.state_dict()
     decoder = {
@@ -273,218 +324,24 @@ def grouped_query_transformer(model, n_kv_heads: int):
     )
     return new.train(model.training)
 
-# %% ../book/09_beyond_the_paper.ipynb #cell-040
-from .positional_encoding import PositionalEncoding
+# %% ../book/09_beyond_the_paper.ipynb #beyond-train-config
+from .training import TrainConfig
 
 
-class LagModel(nn.Module):
-    """Embedding, one causal attention layer with a residual, output."""
+@dataclasses.dataclass(frozen=True)
+class BeyondTrainConfig(TrainConfig):
+    """Chapter 7's training configuration with this chapter's two options."""
 
-    def __init__(self, use_rope, vocab_size=16, d_model=32, std=None):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        # N(0, 1/d_model), as chapter 6: scaled by sqrt(d_model), entries of
-        # size 1, comparable to the sines (nn.Embedding's N(0, 1) drowns them)
-        std = d_model**-0.5 if std is None else std
-        nn.init.normal_(self.embedding.weight, std=std)
-        self.pe = None if use_rope else PositionalEncoding(d_model)
-        self.attention = GroupedQueryAttention(d_model, 4, rope=use_rope)
-        self.out = nn.Linear(d_model, vocab_size)
+    n_kv_heads: int | None = None  # key/value heads in the decoder (None: h)
+    rope: bool = False  # rotary positions, no sines added
 
-    def forward(self, x):
-        h = self.embedding(x) * self.embedding.embedding_dim**0.5
-        h = h if self.pe is None else self.pe(h)
-        h = h + self.attention(h, h, h, is_causal=True)
-        return self.out(h)
+    @classmethod
+    def extend(cls, config: TrainConfig, **changes) -> "BeyondTrainConfig":
+        """`config` with this chapter's options and other `changes`."""
+        return cls(**(dataclasses.asdict(config) | changes))
 
-
-def lag_batch(generator, B, T, lag=3):
-    x = torch.randint(0, 16, (B, T), generator=generator)
-    return x, x.roll(lag, dims=1)  # target at t: x[t - lag] (t >= lag)
-
-
-def train_lag(
-    use_rope: bool, steps: int = 1000, seed: int = 0, std=None
-) -> dict:
-    """{T: accuracy at test length T} of a LagModel trained on length 16;
-    `seed` draws its weights and its training sequences; `std`: that of
-    the embeddings (None: d_model**-0.5)."""
-    torch.manual_seed(seed)
-    model_l = LagModel(use_rope, std=std)
-    optimizer = torch.optim.Adam(model_l.parameters(), 3e-3)
-    generator = torch.Generator().manual_seed(seed + 1)
-    for _ in range(steps):
-        x, y = lag_batch(generator, 32, 16)
-        logits = model_l(x)[:, 3:]
-        loss = F.cross_entropy(logits.flatten(0, 1), y[:, 3:].flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    accuracy = {}
-    with torch.no_grad():
-        for T in (16, 32, 64, 128):
-            x, y = lag_batch(torch.Generator().manual_seed(2), 200, T)
-            right = model_l(x)[:, 3:].argmax(-1) == y[:, 3:]
-            accuracy[T] = right.float().mean().item()
-    return accuracy
-
-# %% ../book/09_beyond_the_paper.ipynb #cell-045
-class DecoderCache:
-    """The decoder's keys and values for one batch of sentences.
-
-    Cross-attention K/V: computed from the memory once. Self-attention K/V:
-    appended for each new token. Make a new cache for every new batch.
-    """
-
-    def __init__(self, model, memory, src_mask):
-        self.model, self.length = model, 0
-        self.src_mask = src_mask[:, None]  # (B, 1, T_src) -> (B, 1, 1, T_src)
-        self.cross = [
-            key_value_heads(layer.cross_attn, memory, memory)
-            for layer in model.decoder_layers
-        ]  # per layer: (B, h_kv, T_src, d_k) twice
-        self.self_kv = [None] * len(model.decoder_layers)
-
-    def _self_attention(self, i, attention, y, positions, mask):
-        q = query_heads(attention, y, positions)  # (B, h, n_new, d_k)
-        k, v = key_value_heads(attention, y, y, positions)  # (B, h_kv, ...)
-        if self.self_kv[i] is not None:  # append to the keys and values so far
-            k = torch.cat([self.self_kv[i][0], k], dim=2)
-            v = torch.cat([self.self_kv[i][1], v], dim=2)
-        self.self_kv[i] = (k, v)
-        return attend(attention, q, k, v, mask)
-
-    def _cross_attention(self, i, attention, y):
-        q = query_heads(attention, y)  # no rotation: rope is off here
-        return attend(attention, q, *self.cross[i], self.src_mask)
-
-    def next_token_log_probs(self, tokens):
-        """(B, t) prefixes, of which the cache holds the first self.length ->
-        (B, vocab_size) log-probabilities of the next token."""
-        n_new = tokens.size(1) - self.length
-        if n_new < 1:
-            raise ValueError(
-                f"the cache holds {self.length} tokens, the prefix has "
-                f"{tokens.size(1)}: use a new DecoderCache for a new sentence"
-            )
-        x = self.model.embed(tokens)[:, self.length :]  # PE of true positions
-        positions = torch.arange(
-            self.length, tokens.size(1), device=tokens.device
-        )  # for RoPE
-        # new query j is token length + j: it sees keys 0 .. length + j (the
-        # causal mask aligned to the bottom right, not is_causal's upper left)
-        mask = None
-        if n_new > 1:
-            mask = torch.ones(
-                n_new,
-                self.length + n_new,
-                dtype=torch.bool,
-                device=tokens.device,
-            ).tril(diagonal=self.length)
-        for i, layer in enumerate(self.model.decoder_layers):
-
-            def self_attention(y, i=i, attention=layer.self_attn):
-                return self._self_attention(i, attention, y, positions, mask)
-
-            def cross_attention(y, i=i, attention=layer.cross_attn):
-                return self._cross_attention(i, attention, y)
-
-            x = layer.residual1(x, self_attention)
-            x = layer.residual2(x, cross_attention)
-            x = layer.residual3(x, layer.feed_forward)
-        self.length = tokens.size(1)
-        logits = self.model.output_proj(self.model.decoder_norm(x[:, -1]))
-        return logits.float().log_softmax(dim=-1)  # (B, vocab_size)
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep the rows `index` (beam search: the surviving hypotheses)."""
-        self.src_mask = self.src_mask.index_select(0, index)
-        self.cross = [
-            (k.index_select(0, index), v.index_select(0, index))
-            for k, v in self.cross
-        ]
-        self.self_kv = [
-            None if kv is None else tuple(t.index_select(0, index) for t in kv)
-            for kv in self.self_kv
-        ]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of all the keys and values held."""
-        tensors = [t for kv in self.cross + self.self_kv if kv for t in kv]
-        return sum(t.nbytes for t in tensors)
-
-# %% ../book/09_beyond_the_paper.ipynb #cell-051
-def kv_cache_bytes(
-    n_layers: int,
-    n_kv_heads: int,
-    d_k: int,
-    length: int,
-    batch: int = 1,
-    bytes_per_number: int = 4,
-) -> int:
-    """Bytes of the keys and values of `length` tokens in n_layers layers."""
-    return 2 * n_layers * batch * length * n_kv_heads * d_k * bytes_per_number
-
-# %% ../book/09_beyond_the_paper.ipynb #cell-065
-from .transformer import TransformerConfig
-
-
-def reversal_batch(generator, B=32, T=10, vocab_size=20):
-    """Random sources (ids 3 and up); targets: reversed, <bos> first."""
-    src = torch.randint(3, vocab_size, (B, T), generator=generator)
-    bos = torch.full((B, 1), 1)
-    return src, torch.cat([bos, src.flip(1)], dim=1)
-
-
-def small_model(norm_first: bool, n_layers: int, seed: int = 0):
-    """A small Transformer for the reversal task, its weights from `seed`."""
-    torch.manual_seed(seed)
-    config = TransformerConfig(
-        vocab_size=20,
-        d_model=64,
-        n_heads=4,
-        n_layers=n_layers,
-        d_ff=128,
-        dropout=0.0,
-        norm_first=norm_first,
-    )
-    return Transformer(config)
-
-
-def loss_on(model, src, tgt):
-    """Teacher-forced cross-entropy of a (src, <bos> + target) batch."""
-    logits = model(src, tgt[:, :-1])  # teacher forcing, as in chapter 7
-    return F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten())
-
-
-def layer_gradient_norms(norm_first: bool, n_layers: int = 6, seed: int = 0):
-    """The gradient norm of each layer (encoder, then decoder) on one batch,
-    before any update."""
-    model = small_model(norm_first, n_layers, seed)
-    src, tgt = reversal_batch(torch.Generator().manual_seed(seed + 1))
-    loss_on(model, src, tgt).backward()
-    layers = list(model.encoder_layers) + list(model.decoder_layers)
-    return [
-        torch.cat([p.grad.flatten() for p in layer.parameters()]).norm().item()
-        for layer in layers
-    ]
-
-
-def train_reversal(norm_first, warmup, steps=200, lr=3e-3, seed: int = 0):
-    """The model and its losses after `steps` Adam updates on fresh batches
-    (a linear warm-up over `warmup` steps, none if 0)."""
-    model_t = small_model(norm_first, n_layers=4, seed=seed)
-    optimizer = torch.optim.Adam(
-        model_t.parameters(), lr, betas=(0.9, 0.98), eps=1e-9
-    )
-    generator, losses = torch.Generator().manual_seed(seed + 1), []
-    for step in range(1, steps + 1):
-        for group in optimizer.param_groups:
-            group["lr"] = lr * min(1.0, step / warmup) if warmup else lr
-        loss = loss_on(model_t, *reversal_batch(generator))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return model_t, losses
+    def model_config(self, vocab_size: int) -> BeyondConfig:
+        fields = dataclasses.asdict(super().model_config(vocab_size))
+        return BeyondConfig(
+            **fields, n_kv_heads=self.n_kv_heads, rope=self.rope
+        )

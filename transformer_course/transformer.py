@@ -31,8 +31,6 @@ class TransformerConfig:
     bos_id: int = 1  # begin-of-sequence: the decoder's first input
     eos_id: int = 2  # end-of-sequence
     norm_first: bool = False  # False: post-LN (the paper); True: pre-LN
-    n_kv_heads: int | None = None  # chapter 9: key/value heads; None = h
-    rope: bool = False  # chapter 9: rotary positions instead of added sines
 
     def __post_init__(self):
         sizes = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff")
@@ -57,23 +55,15 @@ class TransformerConfig:
                 )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        kv = self.n_kv_heads
-        if kv is not None and (
-            isinstance(kv, bool)
-            or not isinstance(kv, Integral)
-            or kv < 1
-            or self.n_heads % kv
-        ):
-            raise ValueError(
-                f"n_kv_heads must be None or a divisor of n_heads="
-                f"{self.n_heads} (each key/value head serves a whole group "
-                f"of query heads), got {kv!r}"
-            )
-        if self.rope and (self.d_model // self.n_heads) % 2:
-            raise ValueError(
-                "rope=True rotates pairs of dimensions: the head width "
-                f"d_model / n_heads = {self.d_model // self.n_heads} is odd"
-            )
+
+    def attention(self, kind: str) -> nn.Module:
+        """The attention of one sub-layer; kind: "encoder" or "decoder"
+        (self-attention) or "cross". Subclasses return other modules."""
+        return MultiHeadAttention(self.d_model, self.n_heads)
+
+    def positions(self) -> nn.Module:
+        """What embed() applies to the scaled embeddings: sines, dropout."""
+        return PositionalEncoding(self.d_model, self.max_len, self.dropout)
 
 # %% ../book/06_transformer.ipynb #cell-018
 class FeedForward(nn.Module):
@@ -209,6 +199,21 @@ def _check_tokens(name: str, tokens, config: TransformerConfig) -> None:
             f"max {int(tokens.max())}"
         )
 
+
+def _check_memory(tgt, memory, src_mask) -> None:
+    """memory (B, T_src, d_model) and src_mask (B, 1, T_src) for tgt's B."""
+    if memory.size(0) != tgt.size(0):
+        raise ValueError(
+            f"batch sizes differ: tgt has {tgt.size(0)} sentences, "
+            f"the source (memory) has {memory.size(0)}"
+        )
+    expected = (memory.size(0), 1, memory.size(1))
+    if src_mask is not None and tuple(src_mask.shape) != expected:
+        raise ValueError(  # broadcasting would silently mix sentences
+            f"src_mask must be (B, 1, T_src) = {expected} for this "
+            f"memory, got {tuple(src_mask.shape)}"
+        )
+
 # %% ../book/06_transformer.ipynb #cell-051
 class Transformer(nn.Module):
     """The paper's encoder-decoder Transformer, embeddings tied three ways."""
@@ -217,51 +222,22 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = c = config
         self.embedding = nn.Embedding(c.vocab_size, c.d_model)  # shared
-        if c.rope:  # chapter 9: positions rotate q and k; only dropout here
-            self.positional_encoding = nn.Dropout(c.dropout)
-        else:
-            self.positional_encoding = PositionalEncoding(
-                c.d_model, c.max_len, c.dropout
-            )
-        layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
+        self.positional_encoding = c.positions()
+        sizes = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first)
         self.encoder_layers = nn.ModuleList(
-            [
-                EncoderLayer(*layer_args, self_attn=self._attention(c.rope))
-                for _ in range(c.n_layers)
-            ]
+            EncoderLayer(*sizes, c.attention("encoder"))
+            for _ in range(c.n_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            [
-                DecoderLayer(
-                    *layer_args,
-                    self_attn=self._attention(c.rope, c.n_kv_heads),
-                    cross_attn=self._attention(False, c.n_kv_heads),
-                )
-                for _ in range(c.n_layers)
-            ]
+            DecoderLayer(*sizes, c.attention("decoder"), c.attention("cross"))
+            for _ in range(c.n_layers)
         )
         # pre-LN leaves each stack's output unnormalised: a LayerNorm at the end
-        final = (
-            (lambda: nn.LayerNorm(c.d_model)) if c.norm_first else nn.Identity
-        )
-        self.encoder_norm, self.decoder_norm = final(), final()
+        norm = nn.LayerNorm if c.norm_first else lambda _: nn.Identity()
+        self.encoder_norm, self.decoder_norm = norm(c.d_model), norm(c.d_model)
         self.output_proj = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.output_proj.weight = self.embedding.weight  # tied: one tensor
         self.reset_parameters()
-
-    def _attention(self, rope: bool, n_kv_heads: int | None = None):
-        """MultiHeadAttention, or chapter 9's GroupedQueryAttention for the
-        options: RoPE in self-attention (a source position and a target
-        position are not comparable), key/value heads shared in the decoder
-        (as the GQA paper: the encoder runs once, all positions at once)."""
-        c = self.config
-        if not rope and n_kv_heads is None:
-            return MultiHeadAttention(c.d_model, c.n_heads)
-        from transformer_course.beyond import GroupedQueryAttention  # ch. 9
-
-        return GroupedQueryAttention(
-            c.d_model, c.n_heads, n_kv_heads, rope=rope
-        )
 
     def reset_parameters(self) -> None:
         """Embedding ~ N(0, 1/d_model) (std d_model^-0.5); other matrices
@@ -288,22 +264,9 @@ class Transformer(nn.Module):
 
     def decode(self, tgt, memory, src_mask, tgt_mask=None) -> torch.Tensor:
         """(B, T_tgt) ids and encode()'s outputs -> (B, T_tgt, vocab_size).
-
-        tgt_mask: None = causal, exact for right-padded targets; else a
-        (B, T_tgt, T_tgt) mask, True = may attend, for other padding.
-        """
+        tgt_mask: None = causal; else (B, T_tgt, T_tgt), True = may attend."""
         _check_tokens("tgt", tgt, self.config)
-        if memory.size(0) != tgt.size(0):
-            raise ValueError(
-                f"batch sizes differ: tgt has {tgt.size(0)} sentences, "
-                f"memory has {memory.size(0)}"
-            )
-        expected = (memory.size(0), 1, memory.size(1))
-        if src_mask is not None and tuple(src_mask.shape) != expected:
-            raise ValueError(  # broadcasting would silently mix sentences
-                f"src_mask must be (B, 1, T_src) = {expected} for this "
-                f"memory, got {tuple(src_mask.shape)}"
-            )
+        _check_memory(tgt, memory, src_mask)
         x = self.embed(tgt)
         for layer in self.decoder_layers:
             x = layer(x, memory, src_mask, tgt_mask)  # None: causal
@@ -311,15 +274,7 @@ class Transformer(nn.Module):
 
     def forward(self, src, tgt, tgt_mask=None) -> torch.Tensor:
         """(B, T_src) and (B, T_tgt) ids -> logits (B, T_tgt, vocab_size)."""
-        _check_tokens("src", src, self.config)
-        _check_tokens("tgt", tgt, self.config)
-        if src.size(0) != tgt.size(0):
-            raise ValueError(
-                f"batch sizes differ: src has {src.size(0)} sentences, "
-                f"tgt has {tgt.size(0)}"
-            )
-        memory, src_mask = self.encode(src)
-        return self.decode(tgt, memory, src_mask, tgt_mask)
+        return self.decode(tgt, *self.encode(src), tgt_mask)
 
 # %% ../book/06_transformer.ipynb #cell-053
 def count_parameters(model: nn.Module) -> int:
@@ -361,10 +316,15 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
     output, which this book's model does not.
     """
     c = model.config
-    if c.n_kv_heads is not None or c.rope:
+    parts = [model.positional_encoding]
+    for layer in (*model.encoder_layers, *model.decoder_layers):
+        parts += [layer.self_attn, getattr(layer, "cross_attn", None)]
+    paper = (MultiHeadAttention, PositionalEncoding, type(None))
+    others = {type(m).__name__ for m in parts if type(m) not in paper}
+    if others:  # chapter 9's variants: nothing in nn.Transformer holds them
         raise ValueError(
-            "nn.Transformer has neither shared key/value heads nor RoPE: "
-            f"got n_kv_heads={c.n_kv_heads}, rope={c.rope}"
+            "nn.Transformer has the paper's multi-head attention and sines "
+            f"only; this model has {', '.join(sorted(others))}"
         )
     with warnings.catch_warnings():  # about nested tensors, turned off below
         warnings.simplefilter("ignore")

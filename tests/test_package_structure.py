@@ -1,0 +1,140 @@
+"""The library reads in chapter order: no module imports a later chapter's
+module (not even inside a function), the imports have no cycle, and no module
+is longer than a reader can hold (DESIGN.md; CONTRIBUTING.md)."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "transformer_course"
+MAX_LINES = 500  # outside exercises/, whose checkers are tables of cases
+
+
+def chapter_of(path: Path) -> int | None:
+    """The chapter a module is exported from (nbdev's header), or the chapter
+    an exercise module checks (exercises/chNN.py); None: shared machinery."""
+    found = re.search(r"File to edit: \.\./book/(\d\d)_", path.read_text())
+    if found:
+        return int(found[1])
+    found = re.fullmatch(r"ch(\d\d)", path.stem)
+    return int(found[1]) if found else None
+
+
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, root: Path = PACKAGE.parent) -> set[str]:
+    """Every transformer_course module `path` imports, at any depth (inside
+    functions too), relative imports resolved."""
+    package = module_name(path, root)
+    if path.name != "__init__.py":
+        package = package.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")
+                parent = parent[: len(parent) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            # `from package import module` imports the module
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {
+            n
+            for n in names
+            if n.startswith("transformer_course") and n in MODULES
+        }
+    return found - {module_name(path, root)}
+
+
+PATHS = sorted(PACKAGE.rglob("*.py"))
+MODULES = {module_name(p): p for p in PATHS}
+GRAPH = {module_name(p): imported_modules(p) for p in PATHS}
+
+
+def test_the_graph_is_read_from_the_code(tmp_path):
+    # the test is only as good as its parser: known edges must be found
+    assert (
+        "transformer_course.multi_head_attention"
+        in GRAPH["transformer_course.transformer"]
+    )
+    assert (
+        "transformer_course.transformer" in GRAPH["transformer_course.beyond"]
+    )
+    assert chapter_of(MODULES["transformer_course.training"]) == 7
+    # ... and an import hidden in a function, absolute or relative
+    fake = tmp_path / "transformer_course" / "decoding.py"
+    fake.parent.mkdir()
+    fake.write_text(
+        "def f():\n    from .beyond import rope\n"
+        "    import transformer_course.kv_cache\n"
+    )
+    found = imported_modules(fake, root=tmp_path)
+    assert found == {"transformer_course.beyond", "transformer_course.kv_cache"}
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_no_module_imports_a_later_chapter(module):
+    chapter = chapter_of(MODULES[module])
+    if chapter is None:
+        return  # __init__, _modidx, the exercises' shared machinery
+    later = {
+        other: chapter_of(MODULES[other])
+        for other in GRAPH[module]
+        if (chapter_of(MODULES[other]) or 0) > chapter
+    }
+    assert not later, (
+        f"{module} (chapter {chapter}) imports a later chapter: {later}; "
+        "extend an earlier chapter through an extension point it defines "
+        "(CONTRIBUTING.md)"
+    )
+
+
+def test_the_imports_have_no_cycle():
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            cycle = path[path.index(module) :] + [module]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        path.append(module)
+        for other in sorted(GRAPH[module]):
+            if other != "transformer_course":  # every module's parent
+                visit(other)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(GRAPH):
+        if module != "transformer_course":
+            visit(module)
+
+
+def test_no_library_module_is_too_long():
+    long = {
+        module_name(p): n
+        for p in PATHS
+        if "exercises" not in p.parts
+        and p.name not in ("_modidx.py",)
+        and (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_the_transformer_class_is_short():
+    tree = ast.parse((PACKAGE / "transformer.py").read_text())
+    cls = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and n.name == "Transformer"
+    )
+    assert cls.end_lineno - cls.lineno + 1 <= 60
