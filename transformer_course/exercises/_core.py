@@ -8,7 +8,9 @@ def check_thing(thing):
     name = "thing"
 
     def run_cases():
-        got = _call(thing, name, x.copy())  # the learner's error, made readable
+        given = _copies(x)  # the learner's function may change its input
+        got = _call(thing, name, *given)  # the learner's error, made readable
+        _expect_unchanged(name, None, given, [x])
         _expect_close(name, [x], got, expected, known_mistakes)
 
     _verdict(name, "does the thing.", run_cases)
@@ -20,6 +22,9 @@ What the machinery promises the learner:
   builds one; `_expect_close` / `_expect_equal` use it): for arrays the shape,
   the first differing index and both values; for lists the first position that
   differs; a generator, a tuple `(output, weights)` or `None` named as such;
+- an input changed in place named as such, by its name where the checker
+  gives one (`_expect_unchanged`), and an answer of the wrong kind named
+  before it is compared (`_expect_kind`, `_expect_array`, `_expect_returned`);
 - the learner's function named by its own name (`my_softmax`), recorded by
   `_call`;
 - when the learner's code raises: their error, the line of their code it came
@@ -37,6 +42,7 @@ What the machinery promises the learner:
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import os
 import random
@@ -103,6 +109,11 @@ def _function_name(fn: Callable, default: str) -> str:
 def _is_tensor(value) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _is_array(value) -> bool:
+    """Whether `value` is a tensor or a NumPy array."""
+    return _is_tensor(value) or isinstance(value, np.ndarray)
 
 
 def _shape_text(shape) -> str:
@@ -290,7 +301,7 @@ def _learner_line(error: BaseException, fn: Callable) -> str | None:
 
 def _brief_input(value) -> str:
     """An input by its shape: what a learner needs to understand an error."""
-    if _is_tensor(value) or isinstance(value, np.ndarray):
+    if _is_array(value):
         kind = "tensor" if _is_tensor(value) else "array"
         return f"{kind} {_shape_text(value.shape)} {value.dtype}"
     return _describe(value, max_lines=0)
@@ -386,10 +397,15 @@ def _to_array(value) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
-def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
-    """Name the answers of the wrong kind: None, a generator, a tuple, text."""
+def _expect_returned(name: str, inputs: Sequence, got) -> None:
+    """Raise ExerciseError if the learner's function returned None."""
     if got is None:
         _fail(name, "returned None: did you forget `return`?", inputs)
+
+
+def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
+    """Name the answers of the wrong kind: None, a generator, a tuple, text."""
+    _expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
         _fail(
             name,
@@ -398,11 +414,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             "result with a list or an array.",
             inputs,
         )
-    if (
-        isinstance(got, tuple)
-        and got
-        and (_is_tensor(got[0]) or isinstance(got[0], np.ndarray))
-    ):
+    if isinstance(got, tuple) and got and _is_array(got[0]):
         shapes = ", ".join(
             _shape_text(item.shape)
             if hasattr(item, "shape")
@@ -555,8 +567,7 @@ def _expect_equal(
     if _same(got, expected):
         return
     subject = f"returned {what} " if what else "returned "
-    if got is None:
-        _fail(name, "returned None: did you forget `return`?", inputs)
+    _expect_returned(name, inputs, got)
     kind = type(expected).__name__
     if isinstance(expected, (list, tuple)) and isinstance(got, Iterator):
         _fail(
@@ -624,20 +635,145 @@ def _expect_equal(
     _fail(name, problem, inputs, hint, details)
 
 
-def _expect_unchanged(name: str, given, original) -> None:
-    """Raise ExerciseError if the learner's function changed its input in place."""
-    if _is_tensor(given):
-        same = bool((given == original).all()) and given.shape == original.shape
-    else:
-        same = np.array_equal(np.asarray(given), np.asarray(original))
-    if not same:
+# ---------------------------------------------------------------- kinds
+
+
+def _a_kind(value) -> str:
+    """What kind of thing `value` is, for a message: `a tensor`, `a NumPy
+    array`, `a list`, ..."""
+    if _is_tensor(value):
+        return "a tensor"
+    if isinstance(value, np.ndarray):
+        return "a NumPy array"
+    return f"a {type(value).__name__}"
+
+
+def _is_kind(value, kinds) -> bool:
+    """`isinstance(value, kinds)` for a type or a tuple of types; `kinds(value)`
+    for a predicate such as `_is_tensor`."""
+    if isinstance(kinds, (type, tuple)):
+        return isinstance(value, kinds)
+    return bool(kinds(value))
+
+
+def _expect_kind(
+    name: str,
+    inputs: Sequence,
+    got,
+    expected: str,
+    hint: str | None = None,
+    *,
+    accept=None,
+    reject=None,
+) -> None:
+    """Raise ExerciseError if the answer is not of the kind the exercise asks
+    for: "returned a NumPy array; expected a tensor of shape (2, 3)."
+
+    `accept` (answers of another kind fail) or `reject` (answers of that kind
+    fail) is a type, a tuple of types or a predicate; answers that pass are
+    left to `_expect_close` or `_expect_equal`, which describe the rest.
+    """
+    if (accept is not None and not _is_kind(got, accept)) or (
+        reject is not None and _is_kind(got, reject)
+    ):
         _fail(
-            name,
-            "changed its input in place; return a new array and leave the input as it was.",
-            [original],
-            "x -= m, x /= s and x[...] = 0 write into the caller's array; "
-            "compute a new one instead (x - m, x / s, np.where(...)).",
+            name, f"returned {_a_kind(got)}; expected {expected}.", inputs, hint
         )
+
+
+def _expect_array(name: str, inputs: Sequence, got) -> None:
+    """Fail if the answer is a list or tuple of numbers instead of an array.
+
+    Chapters 2-4 ask for arrays, and the code after each exercise slices,
+    broadcasts or multiplies the answer (`rotate_pair(q, m, t) @ ...`), which
+    a list does not support. A tuple of arrays is left to `_expect_close`,
+    which names `(output, weights)`.
+    """
+    if not isinstance(got, (list, tuple)):
+        return
+    if isinstance(got, tuple) and got and np.ndim(got[0]) > 0:
+        return  # (output, weights)
+    _fail(
+        name,
+        f"returned a {type(got).__name__}, not an array.",
+        inputs,
+        "wrap the result in np.array(...) (or return a tensor), so that it "
+        "can be sliced, broadcast and multiplied with @ like the library's.",
+    )
+
+
+# ---------------------------------------------------------------- inputs
+
+_IN_PLACE = (
+    "changed its input in place; return a new array and leave the input as "
+    "it was."
+)
+_IN_PLACE_NEEDED = (
+    "changed {what} in place; leave the inputs as they were (the caller "
+    "still needs them)."
+)
+_IN_PLACE_HINT = (
+    "x -= m, x /= s and x[...] = 0 write into the caller's array; "
+    "compute a new one instead (x - m, x / s, np.where(...))."
+)
+
+
+def _copies(*values) -> tuple:
+    """Copies of the inputs to give the learner's function, which may change
+    them: tensors cloned, arrays copied, anything else deep-copied."""
+    return tuple(
+        value.clone()
+        if _is_tensor(value)
+        else value.copy()
+        if isinstance(value, np.ndarray)
+        else copy.deepcopy(value)
+        for value in values
+    )
+
+
+def _unchanged(given, original) -> bool:
+    """Whether `given` still holds `original`: the same shape and values for
+    tensors and arrays, `==` for lists, tuples and the rest."""
+    if _is_tensor(original):
+        return (
+            _is_tensor(given)
+            and given.shape == original.shape
+            and bool((given == original).all())
+        )
+    if isinstance(original, np.ndarray):
+        return np.array_equal(np.asarray(given), original)
+    return _same(given, original)
+
+
+def _expect_unchanged(
+    name: str,
+    inputs: Sequence | None,
+    given: Sequence,
+    originals: dict | Sequence,
+    problem: str = _IN_PLACE,
+    hint: str | None = _IN_PLACE_HINT,
+) -> None:
+    """Raise ExerciseError if the learner's function changed an input in place.
+
+    `originals` holds the inputs as they were, by their names (a dict) or
+    unnamed (a sequence); `given` what the learner's function was given, in
+    the same order (`_copies`). The first input that changed fails with
+    `problem`, formatted with `what` (its name, "its input" when unnamed) and
+    `now` (its value now; other braces doubled), and `hint`. With
+    `inputs=None` the message shows the changed input alone.
+    """
+    if isinstance(originals, dict):
+        named = list(originals.items())
+    else:
+        named = [("its input", original) for original in originals]
+    for value, (what, original) in zip(given, named, strict=True):
+        if not _unchanged(value, original):
+            _fail(
+                name,
+                problem.format(what=what, now=value),
+                [original] if inputs is None else inputs,
+                hint,
+            )
 
 
 # ---------------------------------------------------------------- random state

@@ -8,6 +8,7 @@ import numpy as np
 
 from transformer_course.exercises._core import (
     _call,
+    _copies,
     _expect_close,
     _expect_unchanged,
     _verdict,
@@ -62,7 +63,7 @@ def check_row_normalise(
                         ),
                     )
                 )
-            _expect_unchanged(name, given, matrix)
+            _expect_unchanged(name, None, [given], [matrix])
             _expect_close(name, [matrix], got, expected, mistakes)
 
     _verdict(name, "divides every row by its own sum.", run_cases)
@@ -149,7 +150,7 @@ def check_logsumexp(logsumexp: Callable[[np.ndarray], np.ndarray]) -> None:
                             ),
                         )
                     )
-            _expect_unchanged(name, given, x)
+            _expect_unchanged(name, None, [given], [x])
             _expect_close(name, [x], got, _logsumexp(x), mistakes)
 
     _verdict(name, "is exact and never overflows.", run_cases)
@@ -181,7 +182,7 @@ def check_masked_mean(
 
     def run_cases() -> None:
         for values, mask in cases:
-            given = values.copy(), mask.copy()
+            given = _copies(values, mask)
             with np.errstate(all="ignore"):
                 got = _call(masked_mean, name, *given)
                 counts = mask.sum(axis=1, keepdims=True)
@@ -247,8 +248,7 @@ def check_masked_mean(
                                 "give it a feature axis, mask[:, :, None].",
                             )
                         )
-            _expect_unchanged(name, given[0], values)
-            _expect_unchanged(name, given[1], mask)
+            _expect_unchanged(name, None, given, [values, mask])
             shown = [values, mask]
             _expect_close(
                 name, shown, got, _masked_mean(values, mask), mistakes

@@ -8,6 +8,7 @@ import numpy as np
 
 from transformer_course.exercises._core import (
     _call,
+    _copies,
     _expect_close,
     _expect_equal,
     _expect_unchanged,
@@ -149,10 +150,9 @@ def check_cosine_similarity(
 
     def run_cases() -> None:
         for u, v in cases:
-            given_u, given_v = u.copy(), v.copy()
-            got = _call(cosine_similarity, name, given_u, given_v)
-            _expect_unchanged(name, given_u, u)
-            _expect_unchanged(name, given_v, v)
+            given = _copies(u, v)
+            got = _call(cosine_similarity, name, *given)
+            _expect_unchanged(name, None, given, [u, v])
             dot = float(u @ v)
             norm_u, norm_v = np.linalg.norm(u), np.linalg.norm(v)
             cosine = dot / (norm_u * norm_v)
@@ -220,7 +220,7 @@ def check_most_similar(
         for vectors, words, word, topn in _neighbour_cases():
             given = vectors.copy()
             got = _call(most_similar, name, given, list(words), word, topn)
-            _expect_unchanged(name, given, vectors)
+            _expect_unchanged(name, None, [given], [vectors])
             if isinstance(got, np.ndarray | tuple):
                 got = list(got.tolist() if isinstance(got, np.ndarray) else got)
             if isinstance(got, list) and all(
@@ -368,15 +368,16 @@ def check_bpe_encode(
 
     def run_cases() -> None:
         for word, merges in _BPE_CASES:
-            given = [tuple(pair) for pair in merges]
-            got = _call(bpe_encode, name, word, given)
-            if given != merges:
-                _fail(
-                    name,
-                    "changed the list of merges it was given; leave it as "
-                    "it was.",
-                    [word, merges],
-                )
+            given = _copies(merges)
+            got = _call(bpe_encode, name, word, *given)
+            _expect_unchanged(
+                name,
+                [word, merges],
+                given,
+                [merges],
+                "changed the list of merges it was given; leave it as it was.",
+                None,
+            )
             expected = _bpe_reference(word, merges)
             mistakes = [
                 (

@@ -8,6 +8,7 @@ import numpy as np
 
 from transformer_course.exercises._core import (
     _call,
+    _expect_array,
     _expect_close,
     _expect_unchanged,
     _fail,
@@ -19,27 +20,6 @@ __all__ = [
     "check_fit_shift_matrix",
     "check_rotate_pair",
 ]
-
-
-def _expect_array(name: str, inputs, got) -> None:
-    """Fail if the answer is a list or tuple of numbers instead of an array.
-
-    Chapters 2-4 ask for arrays, and the code after each exercise slices,
-    broadcasts or multiplies the answer (`rotate_pair(q, m, t) @ ...`), which
-    a list does not support. A tuple of arrays is left to `_expect_close`, which
-    names `(output, weights)`.
-    """
-    if not isinstance(got, (list, tuple)):
-        return
-    if isinstance(got, tuple) and got and np.ndim(got[0]) > 0:
-        return  # (output, weights)
-    _fail(
-        name,
-        f"returned a {type(got).__name__}, not an array.",
-        inputs,
-        "wrap the result in np.array(...) (or return a tensor), so that it "
-        "can be sliced, broadcast and multiplied with @ like the library's.",
-    )
 
 
 def _encoding(
@@ -198,7 +178,7 @@ def check_fit_shift_matrix(
             table = _table(seq_len, d_model, 100.0, sines_only)
             given = table.copy()
             got = _call(fit_shift_matrix, name, given, k)
-            _expect_unchanged(name, given, table)
+            _expect_unchanged(name, None, [given], [table])
             expected = _least_squares(table, k)
             mistakes = [
                 (
@@ -268,7 +248,7 @@ def check_rotate_pair(
             x = np.array(x)
             given = x.copy()
             got = _call(rotate_pair, name, given, pos, theta)
-            _expect_unchanged(name, given, x)
+            _expect_unchanged(name, None, [given], [x])
             if np.iscomplexobj(got) or isinstance(got, complex):
                 _fail(
                     name,

@@ -9,13 +9,14 @@ import numpy as np
 
 from transformer_course.exercises._core import (
     _call,
+    _copies,
+    _expect_array,
     _expect_close,
     _expect_unchanged,
     _fail,
     _rng,
     _verdict,
 )
-from transformer_course.exercises.ch02 import _expect_array
 
 __all__ = [
     "check_softmax",
@@ -110,7 +111,7 @@ def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
     def run_cases() -> None:
         given = matrix.copy()
         got = _call(softmax, name, given)
-        _expect_unchanged(name, given, matrix)
+        _expect_unchanged(name, None, [given], [matrix])
         _expect_array(name, [matrix], got)
         mistakes = [
             (
@@ -283,11 +284,10 @@ def check_attention(
 
     def run_cases() -> None:
         for number, (q, k, v) in enumerate(_attention_cases()):
-            given = q.copy(), k.copy(), v.copy()
+            given = _copies(q, k, v)
             with np.errstate(all="ignore"):
                 got = _call(attention, name, *given)
-            for array, original in zip(given, (q, k, v), strict=True):
-                _expect_unchanged(name, array, original)
+            _expect_unchanged(name, None, given, [q, k, v])
             _expect_array(name, [q, k, v], got)
             if number == 0:
                 _expect_by_hand(name, attention, "attention", [q, k, v])
@@ -413,10 +413,9 @@ def check_additive_attention(
 
     def run_cases() -> None:
         for number, case in enumerate(cases):
-            given = [a.copy() for a in case]
+            given = _copies(*case)
             got = _call(additive_attention, name, *given)
-            for array, original in zip(given, case, strict=True):
-                _expect_unchanged(name, array, original)
+            _expect_unchanged(name, None, given, case)
             _expect_array(name, list(case), got)
             q, k, v, W_q, W_k, w = case
             if number == 0:
@@ -480,10 +479,9 @@ def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
     def run_cases() -> None:
         for X, W_Q, W_K, W_V, W_O in cases:
             case = (X, W_Q, W_K, W_V, W_O)
-            given = [a.copy() for a in case]
+            given = _copies(*case)
             got = _call(multi_head, name, *given)
-            for array, original in zip(given, case, strict=True):
-                _expect_unchanged(name, array, original)
+            _expect_unchanged(name, None, given, case)
             _expect_array(name, list(case), got)
 
             def heads(scale=None, X=X, W_Q=W_Q, W_K=W_K, W_V=W_V):

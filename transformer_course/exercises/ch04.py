@@ -9,12 +9,13 @@ import numpy as np
 from transformer_course.exercises._core import (
     _call,
     _describe,
+    _expect_array,
     _expect_close,
+    _expect_returned,
     _expect_unchanged,
     _fail,
     _verdict,
 )
-from transformer_course.exercises.ch02 import _expect_array
 
 __all__ = [
     "check_causal_mask",
@@ -46,13 +47,7 @@ def _expect_mask(
                 "build it from comparisons (j <= i) or np.tril(np.ones(..., dtype=bool)); "
                 "an additive 0/-inf mask is another thing (exercise 4.2).",
             )
-    _expect_close(
-        name,
-        inputs,
-        got,
-        expected.astype(float),
-        [(w.astype(float), m) for w, m in mistakes],
-    )
+    _expect_close(name, inputs, got, expected, mistakes)
 
 
 def _lower(size: int, k: int = 0) -> np.ndarray:
@@ -112,7 +107,7 @@ def check_additive_mask(
         for mask in masks:
             given = mask.copy()
             got = _call(additive_mask, name, given)
-            _expect_unchanged(name, given, mask)
+            _expect_unchanged(name, None, [given], [mask])
             _expect_array(name, [mask], got)
             mistakes = [
                 (
@@ -404,10 +399,7 @@ def check_future_leaks(future_leaks: Callable[[Callable], bool]) -> None:
         for sequence in _sequences():
             with np.errstate(all="ignore"):
                 got = _call(future_leaks, name, sequence)
-            if got is None:
-                _fail(
-                    name, "returned None: did you forget `return`?", [sequence]
-                )
+            _expect_returned(name, [sequence], got)
             if not isinstance(got, bool | np.bool_):
                 _fail(
                     name,

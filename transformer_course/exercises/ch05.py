@@ -105,8 +105,8 @@ def check_split_heads(split_heads: Callable) -> None:
                 name,
                 [_Label(f"x of shape {(B, T, d_model)} holding 0, 1, ..."), h],
                 got,
-                expected.numpy(),
-                [(wrong.numpy(), message) for wrong, message in mistakes],
+                expected,
+                mistakes,
             )
 
     _verdict(name, "gives every head its own d_k columns.", run_cases)
@@ -152,8 +152,8 @@ def check_merge_heads(merge_heads: Callable) -> None:
                 name,
                 [_Label(f"x of shape {(B, h, T, d_k)} holding 0, 1, ...")],
                 got,
-                expected.numpy(),
-                [(wrong.numpy(), message) for wrong, message in mistakes],
+                expected,
+                mistakes,
             )
 
     _verdict(name, "puts the heads back side by side.", run_cases)
@@ -206,12 +206,7 @@ def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
         ]
         shown = [mha, x]
         _expect_close(
-            name,
-            shown,
-            got,
-            mha(x, x, x, mask=lower).numpy(),
-            [(wrong.numpy(), message) for wrong, message in mistakes],
-            atol=1e-5,
+            name, shown, got, mha(x, x, x, mask=lower), mistakes, atol=1e-5
         )
         changed = x.clone()
         changed[:, -1] += 1.0
@@ -310,7 +305,7 @@ def check_einsum_attention(einsum_attention: Callable) -> None:
                 [x, W_q, W_k, W_v, W_o],
                 got,
                 expected,
-                [(wrong.numpy(), message) for wrong, message in mistakes],
+                mistakes,
                 atol=1e-5,
             )
 

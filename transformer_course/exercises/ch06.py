@@ -6,8 +6,10 @@ from collections.abc import Callable
 
 from transformer_course.exercises._core import (
     _call,
+    _copies,
     _expect_close,
     _expect_equal,
+    _expect_unchanged,
     _fail,
     _Label,
     _verdict,
@@ -207,29 +209,20 @@ def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
                     _Label(f"memory of shape (2, {T_src}, 16)"),
                     _Label(f"src_mask of shape (2, 1, {T_src})"),
                 ]
-                given = (x.clone(), memory.clone(), src_mask.clone())
-                got = _call(
-                    decoder_layer_forward, name, layer, x, memory, src_mask
-                )
-                if not all(
-                    torch.equal(a, b)
-                    for a, b in zip(given, (x, memory, src_mask), strict=True)
-                ):
-                    _fail(
-                        name,
-                        "changed its inputs in place; return a new tensor.",
-                        inputs,
-                        "copy_(), +=, masked_fill_() and x[...] = write into "
-                        "the caller's tensor.",
-                    )
-                _expect_tensor(name, inputs, got, expected.shape)
-                _expect_close(
+                given = _copies(x, memory, src_mask)
+                got = _call(decoder_layer_forward, name, layer, *given)
+                _expect_unchanged(
                     name,
                     inputs,
-                    _numpy(got),
-                    _numpy(expected),
-                    [(_numpy(w), m) for w, m in mistakes],
-                    atol=1e-5,
+                    given,
+                    [x, memory, src_mask],
+                    "changed its inputs in place; return a new tensor.",
+                    "copy_(), +=, masked_fill_() and x[...] = write into "
+                    "the caller's tensor.",
+                )
+                _expect_tensor(name, inputs, got, expected.shape)
+                _expect_close(
+                    name, inputs, _numpy(got), expected, mistakes, atol=1e-5
                 )
 
     _verdict(name, "reads the source through the memory.", run_cases)
@@ -316,17 +309,17 @@ def check_teacher_forcing(teacher_forcing: Callable) -> None:
                     "target its first.",
                 ),
             ]
-            given = list(ids)
-            got = _call(teacher_forcing, name, given, bos, eos)
-            if given != ids:
-                _fail(
-                    name,
-                    f"changed ids in place: it is now {given!r}; return new "
-                    "lists.",
-                    [ids, bos, eos],
-                    "append() and insert() change the caller's list; build "
-                    "new ones: [bos_id] + ids, ids + [eos_id].",
-                )
+            given = _copies(ids)
+            got = _call(teacher_forcing, name, *given, bos, eos)
+            _expect_unchanged(
+                name,
+                [ids, bos, eos],
+                given,
+                {"ids": ids},
+                "changed {what} in place: it is now {now!r}; return new lists.",
+                "append() and insert() change the caller's list; build "
+                "new ones: [bos_id] + ids, ids + [eos_id].",
+            )
             got = _as_id_lists(name, [ids, bos, eos], got)
             _expect_equal(
                 name,
@@ -507,18 +500,13 @@ def check_pre_ln_encode(pre_ln_encode: Callable) -> None:
                 _Label(f"a pre-LN model, {n_layers} layers, d_model={d_model}"),
                 _Label(f"src of shape {tuple(src.shape)}, right-padded"),
             ]
-            original = src.clone()
-            got = _call(pre_ln_encode, name, model, src)
-            if not torch.equal(src, original):
-                _fail(name, "changed src in place; leave it alone.", inputs)
+            given = _copies(src)
+            got = _call(pre_ln_encode, name, model, *given)
+            problem = "changed src in place; leave it alone."
+            _expect_unchanged(name, inputs, given, [src], problem, None)
             _expect_tensor(name, inputs, got, expected.shape)
             _expect_close(
-                name,
-                inputs,
-                _numpy(got),
-                _numpy(expected),
-                [(_numpy(w), m) for w, m in mistakes],
-                atol=1e-4,
+                name, inputs, _numpy(got), expected, mistakes, atol=1e-4
             )
 
     _verdict(

@@ -15,11 +15,17 @@ import numpy as np
 
 from transformer_course.exercises._core import (
     _call,
+    _copies,
     _describe,
     _expect_close,
     _expect_equal,
+    _expect_kind,
+    _expect_returned,
+    _expect_unchanged,
     _fail,
+    _is_array,
     _is_tensor,
+    _IN_PLACE_NEEDED,
     _Label,
     _rng,
     _torch_generator,
@@ -61,16 +67,15 @@ def check_half_peak_steps(half_peak_steps: Callable) -> None:
         for d_model, warmup in [(512, 4000), (64, 200), (256, 333), (128, 7)]:
             inputs = [d_model, warmup]
             got = _call(half_peak_steps, name, d_model, warmup)
-            if _is_tensor(got) or isinstance(got, np.ndarray):
-                kind = "tensor" if _is_tensor(got) else "NumPy array"
-                _fail(
-                    name,
-                    f"returned a {kind}; expected a tuple of two ints "
-                    "(rising, falling).",
-                    inputs,
-                    "return (rising, falling) with plain ints: "
-                    "tuple(int(v) for v in ...).",
-                )
+            _expect_kind(
+                name,
+                inputs,
+                got,
+                "a tuple of two ints (rising, falling)",
+                "return (rising, falling) with plain ints: "
+                "tuple(int(v) for v in ...).",
+                reject=_is_array,
+            )
             if isinstance(got, list):
                 got = tuple(got)
             if isinstance(got, tuple):
@@ -194,8 +199,7 @@ _RESET_LONGEST = (
 
 def _as_batches(name: str, inputs, got) -> list[list[int]]:
     """The learner's batches as lists of ints, or a message saying what they are."""
-    if got is None:
-        _fail(name, "returned None: did you forget `return`?", inputs)
+    _expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
         _fail(
             name,
@@ -312,18 +316,19 @@ def check_token_batches(token_batches: Callable) -> None:
         ]
         for lengths, max_tokens, exact_hint in cases:
             inputs = [lengths, max_tokens]
-            given = list(lengths)
-            got = _call(token_batches, name, given, max_tokens)
-            if given != lengths:
-                _fail(
-                    name,
-                    "changed lengths in place, so the indices no longer "
-                    "point at the examples they name.",
-                    inputs,
-                    "lengths.sort() reorders the caller's list; sort the "
-                    "indices instead: sorted(range(len(lengths)), "
-                    "key=lambda i: lengths[i]).",
-                )
+            given = _copies(lengths)
+            got = _call(token_batches, name, *given, max_tokens)
+            _expect_unchanged(
+                name,
+                inputs,
+                given,
+                [lengths],
+                "changed lengths in place, so the indices no longer point "
+                "at the examples they name.",
+                "lengths.sort() reorders the caller's list; sort the "
+                "indices instead: sorted(range(len(lengths)), "
+                "key=lambda i: lengths[i]).",
+            )
             got = _as_batches(name, inputs, got)
             seen = sorted(i for batch in got for i in batch)
             if seen != list(range(len(lengths))):
@@ -506,21 +511,18 @@ def check_annotated_smoothing(annotated_smoothing: Callable) -> None:
             if pad_id != 0:  # a token 0 that is not padding
                 target[1, 0] = 0
             inputs = [logits, target, epsilon, pad_id]
-            given = (logits.clone(), target.clone())
+            given = _copies(logits, target)
             got = _call(annotated_smoothing, name, *given, epsilon, pad_id)
-            for what, tensor, original in zip(
-                ["logits", "target"], given, (logits, target), strict=True
-            ):
-                if not torch.equal(tensor, original):
-                    _fail(
-                        name,
-                        f"changed {what} in place; leave the inputs as they "
-                        "were (the caller still needs them).",
-                        inputs,
-                        "-=, masked_fill_(), scatter_() and x[...] = write "
-                        "into the caller's tensor; work on a new one "
-                        "(x - m, x.masked_fill(...), x.clone()).",
-                    )
+            _expect_unchanged(
+                name,
+                inputs,
+                given,
+                {"logits": logits, "target": target},
+                _IN_PLACE_NEEDED,
+                "-=, masked_fill_(), scatter_() and x[...] = write into the "
+                "caller's tensor; work on a new one (x - m, "
+                "x.masked_fill(...), x.clone()).",
+            )
             if isinstance(got, torch.Tensor):
                 got = got.detach()
                 if got.numel() != 1:
@@ -782,8 +784,7 @@ def check_rng_checkpoint(capture, restore: Callable | None = None) -> None:
                     "np.random.get_state() and torch.get_rng_state() only "
                     "read.",
                 )
-        if state is None:
-            _fail(name, "returned None: did you forget `return`?", inputs)
+        _expect_returned(name, inputs, state)
         buffer = io.BytesIO()
         try:
             torch.save(state, buffer)

@@ -9,10 +9,13 @@ from collections.abc import Callable
 from transformer_course.exercises._core import (
     MAX_LINES,
     ExerciseError,
+    _IN_PLACE_NEEDED,
     _call,
+    _copies,
     _describe,
     _expect_close,
     _expect_equal,
+    _expect_unchanged,
     _fail,
     _same,
     _verdict,
@@ -166,11 +169,10 @@ def _consistent(mistakes_by_case, answers, same) -> set[int]:
     }
 
 
-def _changed_lists_hint(kind: str) -> str:
-    return (
-        f"sort(), append(), pop() and x[i] = change the caller's {kind}; "
-        "build new ones (sorted(...), a + [x], a copy)."
-    )
+_CHANGED_LISTS_HINT = (
+    "sort(), append(), pop() and x[i] = change the caller's lists; build new "
+    "ones (sorted(...), a + [x], a copy)."
+)
 
 
 def check_clipped_matches_multi(clipped_matches_multi: Callable) -> None:
@@ -181,20 +183,16 @@ def check_clipped_matches_multi(clipped_matches_multi: Callable) -> None:
         answers, expected, mistakes = [], [], []
         for hypothesis, references, n in _CLIPPING_CASES:
             hyp, refs = hypothesis.split(), [r.split() for r in references]
-            given_hyp, given_refs = list(hyp), [list(r) for r in refs]
-            got = _call(clipped_matches_multi, name, given_hyp, given_refs, n)
-            for what, given, original in [
-                ("hypothesis", given_hyp, hyp),
-                ("references", given_refs, refs),
-            ]:
-                if given != original:
-                    _fail(
-                        name,
-                        f"changed {what} in place; leave the inputs as they "
-                        "were.",
-                        [hyp, refs, n],
-                        _changed_lists_hint("lists"),
-                    )
+            given = _copies(hyp, refs)
+            got = _call(clipped_matches_multi, name, *given, n)
+            _expect_unchanged(
+                name,
+                [hyp, refs, n],
+                given,
+                {"hypothesis": hyp, "references": refs},
+                "changed {what} in place; leave the inputs as they were.",
+                _CHANGED_LISTS_HINT,
+            )
             if isinstance(got, list):
                 got = tuple(got)
             answers.append(got)
@@ -364,24 +362,18 @@ def check_brevity_penalty_multi(brevity_penalty_multi: Callable) -> None:
     def run_cases() -> None:
         answers, mistakes = [], []
         for hyp_lens, ref_lens in cases:
-            given_hyp, given_refs = (
-                list(hyp_lens),
-                [list(rs) for rs in ref_lens],
+            given = _copies(hyp_lens, ref_lens)
+            got = _call(brevity_penalty_multi, name, *given)
+            _expect_unchanged(
+                name,
+                [hyp_lens, ref_lens],
+                given,
+                {"hyp_lens": hyp_lens, "ref_lens": ref_lens},
+                "changed {what} in place (it is now {now}); leave the inputs "
+                "as they were.",
+                "hyp_lens[i] must stay paired with ref_lens[i]; "
+                + _CHANGED_LISTS_HINT,
             )
-            got = _call(brevity_penalty_multi, name, given_hyp, given_refs)
-            for what, given, original in [
-                ("hyp_lens", given_hyp, hyp_lens),
-                ("ref_lens", given_refs, ref_lens),
-            ]:
-                if given != original:
-                    _fail(
-                        name,
-                        f"changed {what} in place (it is now {given}); leave "
-                        "the inputs as they were.",
-                        [hyp_lens, ref_lens],
-                        "hyp_lens[i] must stay paired with ref_lens[i]; "
-                        + _changed_lists_hint("lists"),
-                    )
             answers.append(got)
             mistakes.append(_bp_mistakes(hyp_lens, ref_lens))
         known = _consistent(mistakes, answers, _close_number)
@@ -448,21 +440,17 @@ def check_beam_step(beam_step: Callable) -> None:
             vocab = log_probs.size(1)
             best, parents, tokens = _beam_reference(scores, log_probs, k)
             inputs = [scores, log_probs, k]
-            given = (scores.clone(), log_probs.clone())
+            given = _copies(scores, log_probs)
             got = _call(beam_step, name, *given, k)
-            for what, tensor, original in zip(
-                ["scores", "log_probs"], given, (scores, log_probs), strict=True
-            ):
-                if not torch.equal(tensor, original):
-                    _fail(
-                        name,
-                        f"changed {what} in place; leave the inputs as they "
-                        "were (the caller still needs them).",
-                        inputs,
-                        "+=, add_() and x[...] = write into the caller's "
-                        "tensor; compute a new one: scores[:, None] + "
-                        "log_probs.",
-                    )
+            _expect_unchanged(
+                name,
+                inputs,
+                given,
+                {"scores": scores, "log_probs": log_probs},
+                _IN_PLACE_NEEDED,
+                "+=, add_() and x[...] = write into the caller's tensor; "
+                "compute a new one: scores[:, None] + log_probs.",
+            )
             if not isinstance(got, (tuple, list)) or len(got) != 3:
                 returned = (
                     f"a {type(got).__name__} of {len(got)} items"

@@ -11,6 +11,8 @@ from transformer_course.exercises._core import (
     _call,
     _expect_close,
     _expect_equal,
+    _expect_kind,
+    _expect_unchanged,
     _fail,
     _Label,
     _rng,
@@ -439,22 +441,20 @@ def _expect_tensor(name: str, inputs, got, shape) -> None:
     a tuple or None is left to `_expect_close`, which names it."""
     import torch
 
-    if got is None or isinstance(got, tuple | torch.Tensor):
-        return
-    kind = "a NumPy array" if isinstance(got, np.ndarray) else None
-    _fail(
+    _expect_kind(
         name,
-        f"returned {kind or 'a ' + type(got).__name__}; expected a tensor of "
-        f"shape {tuple(shape)}.",
         inputs,
+        got,
+        f"a tensor of shape {tuple(shape)}",
         "keep the result a torch.Tensor: no .tolist(), .numpy() or NumPy "
         "functions on the way.",
+        accept=(type(None), tuple, torch.Tensor),
     )
 
 
-def _expect_tensor_unchanged(name: str, inputs, given, original, hint) -> None:
-    """Reject a function that changed its input tensor (values or shape)."""
-    if given.shape != original.shape:
+def _expect_tensor_unchanged(name: str, inputs, given, x, hint) -> None:
+    """Reject a function that changed its input tensor x (values or shape)."""
+    if given.shape != x.shape:
         _fail(
             name,
             f"changed the shape of its input x in place, to "
@@ -463,14 +463,15 @@ def _expect_tensor_unchanged(name: str, inputs, given, original, hint) -> None:
             "unsqueeze_, squeeze_, resize_ and the like modify x itself: use "
             "x[:, :, None] or x.unsqueeze(2), which give a new view.",
         )
-    if not bool((given == original).all()):
-        _fail(
-            name,
-            "changed its input x in place; return a new tensor and leave x "
-            "as it was.",
-            inputs,
-            hint,
-        )
+    _expect_unchanged(
+        name,
+        inputs,
+        [given],
+        [x],
+        "changed its input x in place; return a new tensor and leave x as "
+        "it was.",
+        hint,
+    )
 
 
 # ------------------------------------------------------------ GQA heads
@@ -504,32 +505,31 @@ def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
             expanded = x[:, :, None].expand(B, h_kv, n_rep, T, d_k)
             mistakes = [
                 (
-                    x.repeat(1, n_rep, 1, 1).numpy(),
+                    x.repeat(1, n_rep, 1, 1),
                     "x.repeat tiles the heads (0, 1, 0, 1, ...): consecutive "
                     "query heads form a group, so key/value head 0 must come "
                     "n_rep times first (0, 0, 0, 1, 1, 1).",
                 ),
                 (
-                    x.repeat_interleave(n_rep, dim=2).numpy(),
+                    x.repeat_interleave(n_rep, dim=2),
                     "that repeats the tokens (dim 2): repeat the heads (dim 1).",
                 ),
                 (
                     x[:, :, :, None]
                     .expand(B, h_kv, T, n_rep, d_k)
-                    .reshape(B, -1, T, d_k)
-                    .numpy(),
+                    .reshape(B, -1, T, d_k),
                     "the new axis must come right after the heads, "
                     "x[:, :, None]: the reshape then merges (h_kv, n_rep) "
                     "into the heads; after the tokens it mixes tokens and "
                     "heads.",
                 ),
                 (
-                    expanded.numpy(),
+                    expanded,
                     "the expanded tensor (B, h_kv, n_rep, T, d_k) still needs "
                     "its reshape to (B, h_kv * n_rep, T, d_k).",
                 ),
             ]
-            _expect_close(name, shown, got, expected.numpy(), mistakes)
+            _expect_close(name, shown, got, expected, mistakes)
 
     _verdict(
         name, "gives each group of query heads its key/value head.", run_cases
@@ -590,46 +590,46 @@ def check_rope_half(rope_half: Callable) -> None:
             arange = torch.arange(T)
             mistakes = [
                 (
-                    _rope_half(x, positions, split=False).numpy(),
+                    _rope_half(x, positions, split=False),
                     "those are the chapter's pairs (2i, 2i + 1); here "
                     "dimension i pairs with i + d/2.",
                 ),
                 (
-                    _rope_half(x, positions, sign=-1.0).numpy(),
+                    _rope_half(x, positions, sign=-1.0),
                     "the rotation goes the other way: the first half gets "
                     "x1 cos - x2 sin, the second x2 cos + x1 sin.",
                 ),
                 (
-                    _rope_half(x, positions, exponent=1.0).numpy(),
+                    _rope_half(x, positions, exponent=1.0),
                     "theta_i = base ** (-2 i / d) for i = 0 .. d/2 - 1 (the "
                     "factor 2 of chapter 2).",
                 ),
                 (
-                    _rope_half(x, positions, exponent=-2.0).numpy(),
+                    _rope_half(x, positions, exponent=-2.0),
                     "theta_i = base ** (-2 i / d) shrinks with i: mind the "
                     "minus sign of the exponent.",
                 ),
                 (
-                    _rope_half(x, arange).numpy(),
+                    _rope_half(x, arange),
                     f"rotate by the positions given ({start} .. "
                     f"{start + T - 1} here), not by torch.arange(T).",
                 ),
                 (
-                    _rope_half(x, positions + 1).numpy(),
+                    _rope_half(x, positions + 1),
                     "the positions are off by one: the angle is p theta_i "
                     "with p as given (position 0 is not rotated).",
                 ),
                 (
-                    _rope_half(x, positions - 1).numpy(),
+                    _rope_half(x, positions - 1),
                     "the positions are off by one: the angle is p theta_i "
                     "with p as given (position 0 is not rotated).",
                 ),
                 (
-                    expected.roll(d // 2, dims=-1).numpy(),
+                    expected.roll(d // 2, dims=-1),
                     "the halves of the output are swapped: first "
                     "x1 cos - x2 sin, then x2 cos + x1 sin.",
                 ),
             ]
-            _expect_close(name, shown, got, expected.numpy(), mistakes)
+            _expect_close(name, shown, got, expected, mistakes)
 
     _verdict(name, "rotates dimension i with dimension i + d/2.", run_cases)

@@ -1,0 +1,179 @@
+"""The checks that chapters share, from transformer_course/exercises/_core.py:
+inputs changed in place (`_expect_unchanged`, `_copies`), answers of the
+wrong kind (`_expect_kind`, `_expect_array`) and a missing `return`
+(`_expect_returned`)."""
+
+import numpy as np
+import pytest
+import torch
+from exercise_helpers import assert_short_message
+
+from transformer_course.exercises import ExerciseError
+from transformer_course.exercises._core import (
+    _a_kind,
+    _copies,
+    _expect_array,
+    _expect_kind,
+    _expect_returned,
+    _expect_unchanged,
+)
+
+
+def _message(check, *args, **kwargs) -> str:
+    with pytest.raises(ExerciseError) as failure:
+        check(*args, **kwargs)
+    message = str(failure.value)
+    assert_short_message(message)
+    return message
+
+
+def _flat(message: str) -> str:
+    return " ".join(message.split())
+
+
+# ---------------------------------------------------------------- _copies
+
+
+def test_copies_are_independent_and_of_the_same_kind():
+    array, tensor = np.arange(3.0), torch.arange(3.0)
+    nested = [[1, 2], [3]]
+    given = _copies(array, tensor, nested)
+    given[0][0] = 9.0
+    given[1][0] = 9.0
+    given[2][0].append(5)
+    assert array[0] == 0.0 and tensor[0] == 0.0 and nested == [[1, 2], [3]]
+    assert isinstance(given[0], np.ndarray)
+    assert isinstance(given[1], torch.Tensor)
+    assert given[2] == [[1, 2, 5], [3]]
+
+
+# ---------------------------------------------------------------- unchanged
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.arange(6.0).reshape(2, 3), torch.randn(2, 3), [(1, 2), (3, 4)], "s"],
+    ids=["array", "tensor", "list", "str"],
+)
+def test_unchanged_inputs_pass(value):
+    _expect_unchanged("f", None, _copies(value), [value])
+    _expect_unchanged("f", [value], _copies(value), {"x": value}, "{what}")
+
+
+def test_an_unnamed_array_changed_keeps_the_numpy_message():
+    x = np.array([1.0, 2.0, 3.0])
+    given = x.copy()
+    given -= 1.0
+    message = _message(_expect_unchanged, "f", None, [given], [x])
+    lines = message.splitlines()
+    assert lines[0].startswith("f changed its input in place; return a new")
+    assert "x -= m, x /= s" in _flat(message)
+    # the input as it was, not as the learner's function left it
+    assert "[1., 2., 3.]" in message
+
+
+def test_the_first_changed_input_is_named():
+    logits, target = torch.randn(2, 3), torch.tensor([1, 2])
+    given = _copies(logits, target)
+    given[1][0] = 0
+    message = _message(
+        _expect_unchanged,
+        "loss",
+        [logits, target],
+        given,
+        {"logits": logits, "target": target},
+        "changed {what} in place; leave the inputs as they were.",
+        "a hint.",
+    )
+    assert message.startswith("loss changed target in place; leave the")
+    assert "Hint: a hint." in message
+    assert "on input tensor of shape (2, 3)" in message
+
+
+def test_a_changed_shape_is_a_change_not_a_broadcasting_error():
+    x = torch.zeros(2, 3)
+    given = x.clone()
+    given.unsqueeze_(0)  # (1, 2, 3) == (2, 3) would broadcast to True
+    message = _message(_expect_unchanged, "f", None, [given], [x])
+    assert "changed its input in place" in message
+    array = np.zeros((2, 3))
+    given = array.copy()
+    given.shape = (3, 2)
+    _message(_expect_unchanged, "f", None, [given], [array])
+
+
+def test_a_changed_list_can_be_shown_as_it_is_now():
+    ids = [6, 7, 8]
+    given = _copies(ids)
+    given[0].append(2)
+    message = _message(
+        _expect_unchanged,
+        "frame",
+        [ids],
+        given,
+        {"ids": ids},
+        "changed {what} in place: it is now {now!r}; return new lists.",
+        None,
+    )
+    assert message.startswith(
+        "frame changed ids in place: it is now [6, 7, 8, 2]; return new lists."
+    )
+    assert "Hint" not in message
+
+
+def test_given_and_originals_must_line_up():
+    x = np.zeros(2)
+    with pytest.raises(ValueError):
+        _expect_unchanged("f", None, _copies(x, x), [x])
+
+
+# ---------------------------------------------------------------- kinds
+
+
+def test_kinds_are_named_for_learners():
+    assert _a_kind(torch.zeros(1)) == "a tensor"
+    assert _a_kind(np.zeros(1)) == "a NumPy array"
+    assert _a_kind([1]) == "a list"
+    assert _a_kind(1.5) == "a float"
+
+
+def test_expect_kind_accepts_by_type():
+    shape = "a tensor of shape (2,)"
+    accept = (type(None), tuple, torch.Tensor)
+    for answer in (None, (1, 2), torch.zeros(2)):
+        _expect_kind("f", [3], answer, shape, accept=accept)
+    message = _message(
+        _expect_kind, "f", [3], np.zeros(2), shape, "a hint.", accept=accept
+    )
+    assert message.startswith(
+        "f returned a NumPy array; expected a tensor of shape (2,)."
+    )
+    assert "Hint: a hint." in message and "on input 3" in message
+
+
+def test_expect_kind_rejects_by_predicate():
+    def is_array(value):
+        return isinstance(value, np.ndarray)
+
+    for answer in (None, (1, 2), 3):
+        _expect_kind("f", [], answer, "a pair", reject=is_array)
+    message = _message(
+        _expect_kind, "f", [], np.zeros(2), "a pair", reject=is_array
+    )
+    assert message.startswith("f returned a NumPy array; expected a pair.")
+
+
+def test_expect_array_rejects_lists_but_not_output_and_weights():
+    _expect_array("f", [1], np.zeros(2))
+    _expect_array("f", [1], (np.zeros(2), np.zeros((2, 2))))
+    for answer in ([1.0, 2.0], (1.0, 2.0)):
+        message = _message(_expect_array, "f", [1], answer)
+        kind = type(answer).__name__
+        assert message.startswith(f"f returned a {kind}, not an array.")
+        assert "np.array(...)" in message
+
+
+def test_expect_returned():
+    _expect_returned("f", [1], 0)
+    message = _message(_expect_returned, "f", [1], None)
+    assert message.startswith("f returned None: did you forget `return`?")
