@@ -138,3 +138,52 @@ def test_the_transformer_class_is_short():
         if isinstance(n, ast.ClassDef) and n.name == "Transformer"
     )
     assert cls.end_lineno - cls.lineno + 1 <= 60
+
+
+def _export_tool():
+    import importlib.util
+
+    path = PACKAGE.parent / "tools" / "export.py"
+    spec = importlib.util.spec_from_file_location("export_tool", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook(path: Path, *sources: str) -> None:
+    import json
+
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": s, "outputs": []}
+        for s in sources
+    ]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}}))
+
+
+def test_the_export_refuses_a_module_named_by_two_chapters(
+    tmp_path, monkeypatch
+):
+    tool = _export_tool()
+    book = tmp_path / "book"
+    book.mkdir()
+    _notebook(
+        book / "07_a.ipynb",
+        "#| default_exp training",
+        "#| export corpus\nx = 1",
+    )
+    _notebook(
+        book / "08_b.ipynb", "#| default_exp decoding", "#| export\ny = 2"
+    )
+    _notebook(
+        book / "_hidden.ipynb", "#| export corpus\nz = 3"
+    )  # not a chapter
+    writers = tool.modules_by_notebook(book)
+    assert writers == {
+        "training": ["07_a.ipynb"],
+        "corpus": ["07_a.ipynb"],
+        "decoding": ["08_b.ipynb"],
+    }
+    _notebook(book / "09_c.ipynb", "#| export corpus\nw = 4")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match="corpus"):
+        tool.main()
