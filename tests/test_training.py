@@ -270,3 +270,18 @@ def test_each_configuration_has_its_own_cache_file(tmp_path, monkeypatch):
     plain = BeyondTrainConfig.extend(grammar)
     assert _cache_path(plain) not in paths | {tmp_path / "grammar.pt"}
     assert all(p.name.startswith("grammar-") for p in paths)
+
+
+def test_a_run_checks_its_token_ids_once_where_they_enter(grammar):
+    """The model reads no ids back from a GPU at each forward pass, so the
+    run checks its examples once, when it is made."""
+
+    class Outside:
+        name, vocab, splits = grammar.name, grammar.vocab, grammar.splits
+
+        def examples(self, split):
+            source, target = grammar.examples(split)[0]
+            return [(list(source), [*target, len(grammar.vocab)])]
+
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        Run(TrainConfig(n_train=600), task=Outside())

@@ -300,3 +300,21 @@ def test_bad_input_is_a_value_error_that_names_it(make, words):
     with pytest.raises(ValueError) as error:
         make()
     assert words in str(error.value)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_forward_never_waits_for_the_device(training):
+    """On the meta device a tensor has a shape but no values: anything that
+    reads values back to the CPU (`if mask.any()`, `.item()`, `int(t)`), a
+    host-device synchronisation on a GPU, raises there. The whole forward
+    pass, masks and checks included, runs without one."""
+    model = small_model().to("meta").train(training)
+    src = torch.empty(2, 6, dtype=torch.long, device="meta")
+    tgt = torch.empty(2, 5, dtype=torch.long, device="meta")
+    assert model(src, tgt).shape == (2, 5, SMALL.vocab_size)
+    # the check it skips there is the one that reads values: on the CPU it runs
+    bad = torch.full((2, 5), SMALL.vocab_size)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        small_model()(torch.ones(2, 6, dtype=torch.long), bad)
+    with pytest.raises(RuntimeError, match="meta"):
+        bool((src < 0).any())  # what the test would catch

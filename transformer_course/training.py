@@ -225,6 +225,13 @@ class Run:
             self.examples = [
                 e for e in self.examples if len(e[0]) <= c.max_source_length + 1
             ]
+        # the ids checked once, here: a forward pass on a GPU does not
+        largest = max((max(s + t) for s, t in self.examples), default=0)
+        if largest >= len(self.task.vocab):
+            raise ValueError(
+                f"the examples hold token id {largest}, outside the "
+                f"vocabulary of {len(self.task.vocab)}"
+            )
         model_config = c.model_config(len(self.task.vocab))
         self.model = Transformer(model_config).to(self.device)
         self.optimizer = torch.optim.Adam(
