@@ -65,7 +65,7 @@ def _grammar_config(seed, **changes):
 
     config = dataclasses.replace(TASK_CONFIGS["grammar"], seed=seed)
     if {"n_kv_heads", "rope"} & set(changes):  # chapter 9's options
-        from transformer_course.beyond import BeyondTrainConfig
+        from transformer_course.beyond_experiments import BeyondTrainConfig
 
         return BeyondTrainConfig.extend(config, **changes)
     return dataclasses.replace(config, **changes)

@@ -24,6 +24,10 @@ from transformer_course.beyond import (
     saved_tensor_bytes,
 )
 from transformer_course.kv_cache import DecoderCache, kv_cache_bytes
+from transformer_course.transformer import (
+    TransformerConfig,
+    to_torch_transformer,
+)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (2, 4, 6, 3), (1, 1, 3)])
@@ -305,3 +309,22 @@ def test_from_multi_head_keeps_rope_and_refuses_a_grouped_module():
         GroupedQueryAttention.from_multi_head(
             GroupedQueryAttention(16, 4, 2), 1
         )
+
+
+def test_nn_transformer_holds_only_the_papers_parts():
+    for options, named in [
+        ({"n_kv_heads": 2}, "GroupedQueryAttention"),
+        ({"rope": True}, "no added sines"),
+    ]:
+        with pytest.raises(ValueError, match=named):
+            to_torch_transformer(_model(**options))
+    to_torch_transformer(_model())  # BeyondConfig with its options off
+
+
+def test_an_unknown_kind_of_attention_is_refused():
+    for config in (
+        TransformerConfig(50, 32, 4, 2, 64),
+        BeyondConfig(50, 32, 4, 2, 64, rope=True, n_kv_heads=2),
+    ):
+        with pytest.raises(ValueError, match="kind must be one of"):
+            config.attention("decodr")

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course.batching import BatchStream, collate, token_batches
-from transformer_course.beyond import BeyondTrainConfig
+from transformer_course.beyond_experiments import BeyondTrainConfig
 from transformer_course.checkpoints import load_checkpoint, save_checkpoint
 from transformer_course.training import (
     Run,

@@ -17,14 +17,14 @@ Public names by chapter; import them from the package itself, for example
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
 exercise (`help(transformer_course.exercises)` explains them).
 
-Each chapter's modules (`transformer_course.attention`, ...; chapter 7 writes
-several, one concern each) are exported from its notebook by nbdev
+Each chapter's modules (`transformer_course.attention`, ...; chapters 7 and 9
+write several, one concern each) are exported from its notebook by nbdev
 (`python tools/export.py`); this docstring is written from
 `book/_package_docstring.ipynb`, so edit it there."""
 
 __version__ = "0.0.1"
 
-# The public names of the book (see DESIGN.md), importable from the package
+# The public names of the book (CONTRIBUTING.md), importable from the package
 # itself, chapter by chapter. Everything but this file and exercises/ is exported
 # from the chapters (python tools/export.py). Chapter 7's command line,
 # transformer_course.train, is not imported here: `python -m` runs it.
@@ -99,13 +99,13 @@ from transformer_course.decoding import (
 )
 from transformer_course.beyond import (
     BeyondConfig,
-    BeyondTrainConfig,
     GroupedQueryAttention,
     grouped_query_transformer,
     online_softmax_attention,
     rope,
 )
 from transformer_course.kv_cache import DecoderCache, kv_cache_bytes
+from transformer_course.beyond_experiments import BeyondTrainConfig
 
 __all__ = [
     "BatchStream",

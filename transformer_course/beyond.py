@@ -3,21 +3,17 @@
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
            'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'BeyondConfig',
-           'grouped_query_transformer', 'BeyondTrainConfig']
+           'grouped_query_transformer']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
 import math
 import time
-from numbers import Integral
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-from .multi_head_attention import MultiHeadAttention
-from .transformer import Transformer
 
 
 def explicit_attention(q, k, v, is_causal: bool = False) -> torch.Tensor:
@@ -113,7 +109,11 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     return x.repeat_interleave(n_rep, dim=1)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-033
-from .multi_head_attention import _check_input, _prepare_mask
+from transformer_course.multi_head_attention import (
+    MultiHeadAttention,
+    _check_input,
+    _prepare_mask,
+)
 
 
 def query_heads(attention, x, positions=None) -> torch.Tensor:
@@ -253,7 +253,12 @@ def pool_key_value_heads(state: dict, n_kv_heads: int, d_k: int) -> dict:
     return pooled
 
 # %% ../book/09_beyond_the_paper.ipynb #beyond-config
-from .transformer import TransformerConfig
+from numbers import Integral
+
+from transformer_course.transformer import (
+    TransformerConfig,
+    check_attention_kind,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +293,7 @@ class BeyondConfig(TransformerConfig):
         """RoPE in self-attention only (a source and a target position do not
         lie on one axis); shared key/value heads in the decoder only (the
         encoder runs once per sentence and keeps no cache)."""
+        check_attention_kind(kind)
         rope = self.rope and kind != "cross"
         n_kv_heads = None if kind == "encoder" else self.n_kv_heads
         if not rope and n_kv_heads is None:
@@ -302,6 +308,9 @@ class BeyondConfig(TransformerConfig):
         return super().positions()
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-047
+from .transformer import Transformer
+
+
 def grouped_query_transformer(model, n_kv_heads: int):
     """A copy of a trained multi-head Transformer whose decoder attention has
     n_kv_heads key/value heads, each the mean of its group (the GQA paper)."""
@@ -323,25 +332,3 @@ def grouped_query_transformer(model, n_kv_heads: int):
         {**state, **pool_key_value_heads(decoder, n_kv_heads, d_k)}
     )
     return new.train(model.training)
-
-# %% ../book/09_beyond_the_paper.ipynb #beyond-train-config
-from .training import TrainConfig
-
-
-@dataclasses.dataclass(frozen=True)
-class BeyondTrainConfig(TrainConfig):
-    """Chapter 7's training configuration with this chapter's two options."""
-
-    n_kv_heads: int | None = None  # key/value heads in the decoder (None: h)
-    rope: bool = False  # rotary positions, no sines added
-
-    @classmethod
-    def extend(cls, config: TrainConfig, **changes) -> "BeyondTrainConfig":
-        """`config` with this chapter's options and other `changes`."""
-        return cls(**(dataclasses.asdict(config) | changes))
-
-    def model_config(self, vocab_size: int) -> BeyondConfig:
-        fields = dataclasses.asdict(super().model_config(vocab_size))
-        return BeyondConfig(
-            **fields, n_kv_heads=self.n_kv_heads, rope=self.rope
-        )

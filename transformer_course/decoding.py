@@ -12,7 +12,7 @@ from numbers import Integral, Real
 import torch
 import torch.nn.functional as F
 
-from .transformer import _check_token_ids
+from .transformer import check_token_ids
 
 
 def next_token_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
@@ -75,7 +75,7 @@ def _check_decoding_args(
     if src.dtype.is_floating_point or src.dtype == torch.bool:
         raise TypeError(f"src must hold integer token ids, got {src.dtype}")
     # once per call, on any device: then no step reads the ids back
-    _check_token_ids("src", src, config.vocab_size)
+    check_token_ids("src", src, config.vocab_size)
     for name, value in (("max_len", max_len), ("beam_size", beam_size)):
         if isinstance(value, bool) or not isinstance(value, Integral):
             raise TypeError(f"{name} must be an integer, got {value!r}")

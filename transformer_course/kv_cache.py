@@ -82,15 +82,15 @@ class DecoderCache:
         logits = self.model.output_proj(self.model.decoder_norm(x[:, -1]))
         return logits.float().log_softmax(dim=-1)  # (B, vocab_size)
 
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep the rows `index` (beam search: the surviving hypotheses)."""
-        self.src_mask = self.src_mask.index_select(0, index)
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep the rows `rows` (beam search: the surviving hypotheses)."""
+        self.src_mask = self.src_mask.index_select(0, rows)
         self.cross = [
-            (k.index_select(0, index), v.index_select(0, index))
+            (k.index_select(0, rows), v.index_select(0, rows))
             for k, v in self.cross
         ]
         self.self_kv = [
-            None if kv is None else tuple(t.index_select(0, index) for t in kv)
+            None if kv is None else tuple(t.index_select(0, rows) for t in kv)
             for kv in self.self_kv
         ]
 

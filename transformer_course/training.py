@@ -138,7 +138,7 @@ class TrainConfig:
     d_ff: int = 256
     dropout: float = 0.1
     norm_first: bool = False  # False: post-LN, the paper's
-    max_source_length: int | None = None  # chapter 9: train on short pairs
+    max_source_length: int | None = None  # train on short pairs only
     max_tokens: int = 2048  # padded positions per micro-batch
     accumulate: int = 1  # micro-batches per update, per process
     updates: int = 600  # optimizer steps

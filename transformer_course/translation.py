@@ -173,7 +173,11 @@ import torch
 
 from .catalogs import CorpusError
 from .corpus import BOS_ID, CORPUS_DIGEST, PAD_ID
-from .transformer import Transformer, TransformerConfig
+from transformer_course.transformer import (
+    Transformer,
+    TransformerConfig,
+    check_token_ids,
+)
 
 GETTEXT_MODEL = "gettext_zh.pt"  # in transformer_course/data/
 
@@ -240,6 +244,7 @@ def greedy_translate(model, sources, max_len: int = 40, batch_size: int = 500):
         src = torch.full((len(chunk), max(map(len, chunk))), PAD_ID)
         for row, source in enumerate(chunk):
             src[row, : len(source)] = torch.tensor(source)
+        check_token_ids("sources", src, model.config.vocab_size)  # on the CPU
         memory, src_mask = model.encode(src.to(device))
         ys = torch.full((len(chunk), 1), BOS_ID, device=device)
         done = torch.zeros(len(chunk), dtype=torch.bool, device=device)
