@@ -1,5 +1,7 @@
-"""Greedy decoding and beam search (chapter 8): batched, stopping at <eos>,
-beam_size=1 equal to greedy, batched equal to one sentence at a time."""
+"""Greedy decoding, beam search and sampling (chapter 8): batched, stopping at
+<eos>, never choosing <pad> or <bos>, beam_size=1 equal to greedy at alpha 0,
+the exact stop equal to the search run to max_len, batched equal to one
+sentence at a time, sampling's draws counted against its distribution."""
 
 import math
 
@@ -12,8 +14,15 @@ from transformer_course import (
     TransformerConfig,
     beam_search,
     greedy_decode,
+    sample,
+    sampling_distribution,
 )
-from transformer_course.decoding import NoCache, gnmt_length_penalty
+from transformer_course.decoding import (
+    STOPPING_RULES,
+    NoCache,
+    choosable,
+    gnmt_length_penalty,
+)
 from transformer_course.kv_cache import DecoderCache
 
 PAD, BOS, EOS = 0, 1, 2
@@ -70,14 +79,11 @@ def count_sevens(source, prefix):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_beam_size_one_equals_greedy(seed):
+def test_beam_size_one_equals_greedy_without_length_penalty(seed):
     model, src = random_model(seed), random_sources(seed)
     greedy = greedy_decode(model, src, max_len=15)
-    for alpha in (0.0, 0.6, 1.0):
-        beam = beam_search(
-            model, src, beam_size=1, max_len=15, length_penalty=alpha
-        )
-        assert torch.equal(beam, greedy)
+    beam = beam_search(model, src, beam_size=1, max_len=15, length_penalty=0)
+    assert torch.equal(beam, greedy)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -265,5 +271,273 @@ def test_beam_size_one_equals_greedy_on_ties():
     src = torch.tensor([[6]])
     greedy = greedy_decode(model, src, 5)
     assert greedy.tolist() == [[A, A, EOS]]
-    for alpha in (0.0, 0.6):
-        assert torch.equal(beam_search(model, src, 1, 5, alpha), greedy)
+    assert torch.equal(beam_search(model, src, 1, 5, 0.0), greedy)
+
+
+def a_long_sentence_behind_an_early_eos(source, prefix):
+    """<eos> at once (P = 0.5), or A then nine almost certain tokens."""
+    A = 3
+    if not prefix:
+        return {EOS: 0.5, A: 0.5}
+    return {A: 0.99, EOS: 0.01} if len(prefix) < 10 else {EOS: 0.99, A: 0.01}
+
+
+def test_the_exact_stop_waits_for_a_longer_sentence_that_ranks_higher():
+    """At alpha = 1, [<eos>] ranks log 0.5 / 1 = -0.69 and the live A ranks
+    the same at its length: the former rule stopped there. Ten tokens later
+    A...A <eos> ranks (log 0.5 + 10 log 0.99) / lp(11) = -0.30."""
+    model = ScriptedModel(6, a_long_sentence_behind_an_early_eos)
+    src, long = torch.tensor([[4]]), [[3] * 10 + [EOS]]
+    assert greedy_decode(model, src, 12).tolist() == [[EOS]]
+    for k in (1, 2):
+        assert beam_search(model, src, k, 12, 1.0).tolist() == long
+        assert (
+            beam_search(model, src, k, 12, 1.0, stopping="max_len").tolist()
+            == long
+        )
+        early = beam_search(model, src, k, 12, 1.0, stopping="current_length")
+        assert early.tolist() == [[EOS]]  # the former rule stops too early
+        # without a length penalty nothing can rank higher later: greedy
+        assert beam_search(model, src, k, 12, 0.0).tolist() == [[EOS]]
+    # a beam of one at alpha > 0 is not greedy decoding
+
+
+@pytest.fixture(scope="module")
+def partly_trained():
+    """A small model after 100 updates on chapter 7's grammar: unsure enough
+    that beam sizes, length penalties and stopping rules disagree."""
+    from transformer_course import Run, TrainConfig, fit
+
+    torch.manual_seed(0)
+    config = TrainConfig(
+        task="grammar", d_model=32, n_heads=4, n_layers=2, d_ff=64, updates=100
+    )
+    run = fit(Run(config), 100, progress=False)
+    sources = [s for s, _ in run.task.examples("test")[:100]]
+    src = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(s) for s in sources], batch_first=True
+    )
+    return run.model, src
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_exact_stop_equals_the_search_run_to_max_len(
+    partly_trained, alpha, beam_size
+):
+    model, src = partly_trained
+    args = (model, src, beam_size, 24, alpha)
+    exact = beam_search(*args)
+    assert torch.equal(exact, beam_search(*args, stopping="max_len"))
+    if alpha == 0:
+        assert torch.equal(exact, beam_search(*args, stopping="current_length"))
+
+
+def test_the_stopping_rules_are_heuristics_on_a_partly_trained_model(
+    partly_trained,
+):
+    """The comparison is not vacuous: at alpha = 1 the rules others use
+    change outputs here (the chapter measures how many)."""
+    model, src = partly_trained
+    reference = beam_search(model, src, 4, 24, 1.0, stopping="max_len")
+    changed = {
+        rule: sum(
+            a != b
+            for a, b in zip(
+                beam_search(model, src, 4, 24, 1.0, stopping=rule).tolist(),
+                reference.tolist(),
+                strict=True,
+            )
+        )
+        for rule in ("current_length", "hf_default", "k_finished")
+    }
+    assert max(changed.values()) > 0, changed
+
+
+def biased_towards_pad_and_bos(seed):
+    """An untrained model whose most probable tokens are <pad> and <bos>."""
+    model = random_model(seed)
+    weight = model.output_proj.weight
+    model.output_proj = nn.Linear(*weight.shape[::-1])
+    with torch.no_grad():
+        model.output_proj.weight.copy_(weight)
+        model.output_proj.bias.zero_()
+        model.output_proj.bias[[PAD, BOS]] = 4.0
+    return model
+
+
+def before_eos(row):
+    return row[: row.index(EOS)] if EOS in row else row
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_no_decoder_emits_pad_or_bos(seed):
+    model, src = biased_towards_pad_and_bos(seed), random_sources(seed)
+    memory, src_mask = model.encode(src)
+    first = NoCache(model, memory, src_mask).next_token_log_probs(
+        torch.full((len(src), 1), BOS)
+    )
+    # the model would choose them: the test can fail
+    assert set(first.argmax(dim=-1).tolist()) <= {PAD, BOS}
+    outputs = [greedy_decode(model, src, 10)]
+    outputs += [
+        beam_search(model, src, k, 10, alpha, stopping=rule)
+        for k in (1, 3)
+        for alpha in (0.0, 1.0)
+        for rule in STOPPING_RULES
+    ]
+    generator = torch.Generator().manual_seed(seed)
+    outputs += [
+        sample(model, src, 10, temperature, generator=generator)
+        for temperature in (1.0, 5.0)
+    ]
+    for out in outputs:
+        for row in out.tolist():
+            assert not {PAD, BOS} & set(before_eos(row)), row
+
+
+def slow_sampling_distribution(log_probs, temperature, top_k, top_p):
+    """One row at a time, with Python lists: the obvious version."""
+    rows = []
+    for row in log_probs.double().tolist():
+        weights = [math.exp(x / temperature) for x in row]
+        probs = [w / sum(weights) for w in weights]
+        order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+        kept = order[: top_k or len(order)]
+        total = sum(probs[i] for i in kept)
+        if top_p is not None:
+            nucleus, mass = [], 0.0
+            for i in kept:
+                if mass / total >= top_p:
+                    break
+                nucleus.append(i)
+                mass += probs[i]
+            kept = nucleus
+        total = sum(probs[i] for i in kept)
+        rows.append(
+            [probs[i] / total if i in kept else 0.0 for i in range(len(probs))]
+        )
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p"),
+    [
+        (1.0, None, None),
+        (0.5, None, None),
+        (2.0, 5, None),
+        (1.0, None, 0.8),
+        (0.7, 6, 0.5),
+        (1.0, 1, None),
+        (1.0, None, 1e-6),
+    ],
+)
+def test_sampling_distribution_equals_the_obvious_version(
+    temperature, top_k, top_p
+):
+    generator = torch.Generator().manual_seed(0)
+    log_probs = (torch.randn(4, 12, generator=generator) * 2).log_softmax(-1)
+    got = sampling_distribution(log_probs, temperature, top_k, top_p)
+    expected = slow_sampling_distribution(log_probs, temperature, top_k, top_p)
+    assert torch.allclose(got.double(), expected, atol=1e-6)
+    assert torch.allclose(got.sum(-1), torch.ones(4))
+
+
+def test_top_p_keeps_the_fewest_tokens_that_reach_p_and_breaks_ties_by_id():
+    probs = torch.tensor([[0.1, 0.3, 0.3, 0.2, 0.1]])
+    kept = sampling_distribution(probs.log(), top_p=0.5) > 0
+    assert kept.tolist() == [[False, True, True, False, False]]  # 0.6 >= 0.5
+    kept = sampling_distribution(probs.log(), top_p=0.3) > 0
+    assert kept.tolist() == [[False, True, False, False, False]]  # tie: id 1
+    kept = sampling_distribution(probs.log(), top_p=0.61) > 0
+    assert kept.sum() == 3
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_k", "top_p"),
+    [
+        (1.0, None, None),
+        (0.5, None, None),
+        (2.0, None, None),
+        (1.0, 4, None),
+        (1.0, None, 0.7),
+    ],
+)
+def test_counted_draws_follow_the_distribution(temperature, top_k, top_p):
+    """20,000 first tokens drawn for one source: a chi-square test against
+    the distribution (fixed seed: the test is deterministic), which rejects
+    the distribution of another temperature."""
+    from scipy.stats import chisquare
+
+    model = random_model(4)
+    src = random_sources(4)[:1].repeat(20_000, 1)
+    generator = torch.Generator().manual_seed(0)
+    draws = sample(model, src, 1, temperature, top_k, top_p, generator)[:, 0]
+    counts = torch.bincount(draws, minlength=model.config.vocab_size)
+
+    def expected(temperature):
+        model.eval()  # sample() decodes without dropout
+        memory, src_mask = model.encode(src[:1])
+        with torch.no_grad():
+            log_probs = NoCache(model, memory, src_mask).next_token_log_probs(
+                torch.full((1, 1), BOS)
+            )
+        probs = sampling_distribution(
+            choosable(log_probs, model.config), temperature, top_k, top_p
+        )[0].double()
+        return probs / probs.sum()
+
+    def p_value(probs):
+        support = probs > 0
+        return chisquare(
+            counts[support].double().numpy(),
+            (probs[support] * counts[support].sum()).numpy(),
+        ).pvalue
+
+    probs = expected(temperature)
+    assert counts[probs == 0].sum() == 0  # never outside the kept tokens
+    assert p_value(probs) > 0.01
+    assert p_value(expected(temperature * 1.5)) < 1e-6  # the test has power
+
+
+def test_sampling_with_top_k_one_is_greedy_and_seeds_repeat():
+    model, src = random_model(1), random_sources(1)
+    greedy = greedy_decode(model, src, 12)
+    assert torch.equal(sample(model, src, 12, top_k=1), greedy)
+
+    def draw(seed, cache=NoCache):
+        generator = torch.Generator().manual_seed(seed)
+        return sample(model, src, 12, generator=generator, cache=cache)
+
+    assert torch.equal(draw(0), draw(0))
+    assert not torch.equal(draw(0), draw(1))
+    assert torch.equal(draw(0, cache=DecoderCache), draw(0))  # cache: same
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"temperature": 0}, ValueError, "temperature"),
+        ({"temperature": -1.0}, ValueError, "temperature"),
+        ({"temperature": float("inf")}, ValueError, "temperature"),
+        ({"temperature": "1"}, TypeError, "temperature"),
+        ({"top_k": 0}, ValueError, "top_k"),
+        ({"top_k": 2.5}, TypeError, "top_k"),
+        ({"top_k": 21}, ValueError, "top_k"),
+        ({"top_p": 0.0}, ValueError, "top_p"),
+        ({"top_p": 1.5}, ValueError, "top_p"),
+        ({"top_p": True}, TypeError, "top_p"),
+        ({"generator": 0}, TypeError, "generator"),
+    ],
+)
+def test_sampling_refuses_bad_arguments(kwargs, error, words):
+    model, src = random_model(0), random_sources(0)
+    with pytest.raises(error) as raised:
+        sample(model, src, 5, **kwargs)
+    assert words in str(raised.value)
+
+
+def test_unknown_stopping_rule_is_named():
+    model, src = random_model(0), random_sources(0)
+    with pytest.raises(ValueError, match="stopping must be one of"):
+        beam_search(model, src, stopping="early")
