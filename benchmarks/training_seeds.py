@@ -91,7 +91,7 @@ def _decode_split(model, task, split, beam_size=None, limit=None):
 def _scores(hyps, refs):
     import sacrebleu
 
-    from transformer_course.decoding import bleu, exact_match_score
+    from transformer_course.evaluation import bleu, exact_match_score
 
     chrf = sacrebleu.corpus_chrf(
         ["".join(h) for h in hyps], [["".join(r) for r in refs]]
@@ -218,7 +218,8 @@ def _output_log_prob(model, src, out, pad_id=0, bos_id=1):
 
 def run_early_beam(seed):
     from transformer_course.batching import collate
-    from transformer_course.decoding import beam_search, bleu, greedy_decode
+    from transformer_course.decoding import beam_search, greedy_decode
+    from transformer_course.evaluation import bleu
     from transformer_course.training import Run, fit
 
     run = fit(Run(_grammar_config(seed)), EARLY_UPDATES, progress=False)
@@ -232,12 +233,13 @@ def run_early_beam(seed):
 
     greedy = greedy_decode(model, src, 24)
     figures["greedy: mean length"] = mean_length(greedy)
-    for k in (1, 4, 8):
-        out = beam_search(model, src, k, max_len=24)
+    for k in (1, 4, 8):  # beam 1 at alpha 0.6 is not greedy: greedy_decode
+        out = greedy if k == 1 else beam_search(model, src, k, max_len=24)
+        name = "greedy" if k == 1 else f"beam {k}"
         hyps = [vocab.decode(row) for row in out.tolist()]
         log_p = _output_log_prob(model, src, out).mean().item()
-        figures[f"beam {k}: mean log P"] = log_p
-        figures[f"beam {k}: BLEU"] = bleu(hyps, refs)
+        figures[f"{name}: mean log P"] = log_p
+        figures[f"{name}: BLEU"] = bleu(hyps, refs)
     for alpha in (0.0, 0.6, 1.0):
         out = beam_search(model, src, 8, max_len=24, length_penalty=alpha)
         figures[f"beam 8, alpha {alpha}: mean length"] = mean_length(out)

@@ -8,7 +8,7 @@ import pytest
 import sacrebleu
 
 from transformer_course import bleu, exact_match_score
-from transformer_course.decoding import (
+from transformer_course.evaluation import (
     brevity_penalty,
     clipped_matches,
     ngram_counts,

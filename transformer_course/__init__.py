@@ -93,12 +93,11 @@ from transformer_course.downloads import DownloadError, download
 from transformer_course.decoding import (
     NoCache,
     beam_search,
-    bleu,
-    exact_match_score,
     greedy_decode,
     sample,
     sampling_distribution,
 )
+from transformer_course.evaluation import bleu, exact_match_score
 from transformer_course.beyond import (
     BeyondConfig,
     GroupedQueryAttention,

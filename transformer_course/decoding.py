@@ -2,8 +2,7 @@
 
 # %% auto #0
 __all__ = ['STOPPING_RULES', 'next_token_log_probs', 'NoCache', 'choosable', 'greedy_decode', 'gnmt_length_penalty',
-           'beam_search', 'sampling_distribution', 'sample', 'ngram_counts', 'clipped_matches', 'brevity_penalty',
-           'bleu', 'exact_match_score']
+           'beam_search', 'sampling_distribution', 'sample']
 
 # %% ../book/08_decoding_and_evaluation.ipynb #05a4a454
 import math
@@ -406,104 +405,3 @@ def sample(
 
     return _token_by_token(model, src, max_len, cache, draw)
 
-
-# %% ../book/08_decoding_and_evaluation.ipynb #5bee89bc
-from collections import Counter
-from collections.abc import Sequence
-
-
-def ngram_counts(tokens: Sequence[str], n: int) -> Counter:
-    """How often each n-gram (a tuple of n tokens) occurs in `tokens`."""
-    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-
-
-def clipped_matches(hypothesis, reference, n: int) -> tuple[int, int]:
-    """(matches, total): the hypothesis's n-grams, each counted at most as
-    often as it occurs in the reference, and how many n-grams it has."""
-    hyp, ref = ngram_counts(hypothesis, n), ngram_counts(reference, n)
-    matches = sum(min(count, ref[gram]) for gram, count in hyp.items())
-    return matches, sum(hyp.values())
-
-# %% ../book/08_decoding_and_evaluation.ipynb #b56d700c
-def brevity_penalty(hyp_len: int, ref_len: int) -> float:
-    """1 if the output is at least as long as the reference, else
-    exp(1 - ref_len / hyp_len); 0 for an empty output."""
-    if hyp_len >= ref_len:
-        return 1.0
-    return math.exp(1 - ref_len / hyp_len) if hyp_len > 0 else 0.0
-
-# %% ../book/08_decoding_and_evaluation.ipynb #eeb88b21
-def _check_corpus(hypotheses, references) -> None:
-    """Two lists of token lists, one reference per hypothesis."""
-    for name, corpus in (
-        ("hypotheses", hypotheses),
-        ("references", references),
-    ):
-        if isinstance(corpus, str) or not isinstance(corpus, Sequence):
-            raise TypeError(
-                f"{name} must be a list of token lists, got "
-                f"{type(corpus).__name__}"
-            )
-        for sentence in corpus:
-            if isinstance(sentence, str) or not isinstance(sentence, Sequence):
-                raise TypeError(
-                    f"{name} must hold token lists (sentence.split()), not "
-                    f"{type(sentence).__name__}: {sentence!r:.40}"
-                )
-    if len(hypotheses) != len(references):
-        raise ValueError(
-            f"{len(hypotheses)} hypotheses but {len(references)} references: "
-            "one reference per hypothesis"
-        )
-
-
-def bleu(
-    hypotheses: Sequence[Sequence[str]],
-    references: Sequence[Sequence[str]],
-    max_order: int = 4,
-    smooth_method: str = "none",
-) -> float:
-    """Corpus BLEU, 0-100, of token lists against one reference each.
-
-    Matches, totals and lengths are summed over the corpus (Papineni et al.,
-    2002). smooth_method "none" is the original; "exp" is sacreBLEU's default,
-    which replaces the k-th zero precision by 1 / (2^k total). Equal to
-    sacrebleu.corpus_bleu on the space-joined tokens with tokenize="none" and
-    the same smooth_method.
-    """
-    _check_corpus(hypotheses, references)
-    if smooth_method not in ("none", "exp"):
-        raise ValueError(
-            f'smooth_method must be "none" or "exp", got {smooth_method!r}'
-        )
-    matches, totals = [0] * max_order, [0] * max_order
-    for hypothesis, reference in zip(hypotheses, references, strict=True):
-        for n in range(1, max_order + 1):
-            m, t = clipped_matches(hypothesis, reference, n)
-            matches[n - 1] += m
-            totals[n - 1] += t
-    if not any(matches) or not all(totals):
-        return 0.0  # no match at all, or no n-gram of some order
-    log_precision_sum, zeros = 0.0, 0
-    for m, t in zip(matches, totals, strict=True):
-        if m == 0 and smooth_method == "none":
-            return 0.0  # a zero precision: the geometric mean is 0
-        if m == 0:  # "exp" smoothing
-            zeros += 1
-            m = 1 / 2**zeros
-        log_precision_sum += math.log(m / t)
-    hyp_len = sum(len(h) for h in hypotheses)
-    ref_len = sum(len(r) for r in references)
-    bp = brevity_penalty(hyp_len, ref_len)
-    return 100 * bp * math.exp(log_precision_sum / max_order)
-
-
-def exact_match_score(hypotheses, references) -> float:
-    """Percentage of hypotheses equal to their reference, token for token."""
-    _check_corpus(hypotheses, references)
-    if not hypotheses:
-        return 0.0
-    same = sum(
-        list(h) == list(r) for h, r in zip(hypotheses, references, strict=True)
-    )
-    return 100 * same / len(hypotheses)

@@ -167,6 +167,7 @@ def gettext_task(folder=None, vocab_size: int = 8000) -> CorpusTask:
 # %% ../book/07_training.ipynb #corpus-28
 import dataclasses
 import importlib.resources
+import math
 from pathlib import Path
 
 import torch
@@ -249,7 +250,9 @@ def greedy_translate(model, sources, max_len: int = 40, batch_size: int = 500):
         ys = torch.full((len(chunk), 1), BOS_ID, device=device)
         done = torch.zeros(len(chunk), dtype=torch.bool, device=device)
         for _ in range(max_len):
-            next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(-1)
+            logits = model.decode(ys, memory, src_mask)[:, -1]
+            logits[:, [PAD_ID, BOS_ID]] = -math.inf  # never chosen
+            next_token = logits.argmax(-1)
             next_token[done] = PAD_ID
             ys = torch.cat([ys, next_token[:, None]], dim=1)
             done |= next_token == EOS_ID

@@ -1,0 +1,161 @@
+"""When may a beam search stop? The rules in use, against the search run to the end.
+
+    python benchmarks/beam_stopping.py [--threads 1] [--repeats 5]
+        [--write benchmarks/results]
+
+Chapter 8's beam_search takes a `stopping` rule. "max_len" never stops before
+max_len: the reference. "exact" stops a sentence when no live hypothesis can
+still end above the best finished one (tensor2tensor's bound, Hugging Face's
+early_stopping="never"); it must give the reference's outputs. The others are
+the heuristics in use: "current_length" (this book's former rule), "hf_default"
+(Hugging Face's early_stopping=False, its default) and "k_finished" (fairseq,
+and Hugging Face's early_stopping=True).
+
+On the model that ships with the library and the same seeded sample of 200
+test messages as benchmarks/evaluate_gettext.py, beam 4, alpha 0.6 and 1: how
+many outputs each rule changes against the reference, BLEU and chrF (sacreBLEU,
+tokenize="zh"), mean length in characters, and the time to decode the first
+50 messages (the median of --repeats runs, with the fastest and slowest, as a
+ratio to "exact" timed in the same run). --write DIR writes
+DIR/beam_stopping.json (with every output) and a Markdown table beside it.
+"""
+
+import argparse
+import datetime
+import json
+import platform
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from evaluate_gettext import decode_ids, model_sha256
+from torch.nn.utils.rnn import pad_sequence
+
+from transformer_course import beam_search
+from transformer_course.corpus import EOS_ID, PAD_ID, gettext_corpus
+from transformer_course.decoding import STOPPING_RULES
+from transformer_course.translation import load_translation_model, scores
+
+ALPHAS, BEAM, SAMPLE, TIMED = (0.6, 1.0), 4, 200, 50
+
+
+def batches(tokenizer, sources, batch_size=100):
+    """Padded source batches, each with its max_len (2 T_src + 10), as
+    evaluate_gettext.py decodes them."""
+    for start in range(0, len(sources), batch_size):
+        ids = [
+            tokenizer.encode(s).ids + [EOS_ID]
+            for s in sources[start : start + batch_size]
+        ]
+        src = pad_sequence(
+            [torch.tensor(i) for i in ids],
+            batch_first=True,
+            padding_value=PAD_ID,
+        )
+        yield src, 2 * src.size(1) + 10
+
+
+def decode(model, tokenizer, sources, alpha, rule, batch_size=100):
+    texts = []
+    for src, max_len in batches(tokenizer, sources, batch_size):
+        out = beam_search(model, src, BEAM, max_len, alpha, stopping=rule)
+        texts += decode_ids(tokenizer, out.tolist())
+    return texts
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--write", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model, tokenizer, _ = load_translation_model()
+    test = gettext_corpus()["test"]
+    sample = sorted(random.Random(0).sample(range(len(test)), SAMPLE))
+    sources = [test[i].source for i in sample]
+    references = [test[i].target for i in sample]
+    rows = {}
+    for alpha in ALPHAS:
+        outputs = {
+            rule: decode(model, tokenizer, sources, alpha, rule)
+            for rule in STOPPING_RULES
+        }
+        reference = outputs["max_len"]
+        times = {rule: [] for rule in STOPPING_RULES}
+        for _ in range(args.repeats):  # interleaved: drift hits every rule
+            for rule in STOPPING_RULES:
+                start = time.perf_counter()
+                decode(model, tokenizer, sources[:TIMED], alpha, rule, TIMED)
+                times[rule].append(time.perf_counter() - start)
+        exact = statistics.median(times["exact"])
+        for rule, texts in outputs.items():
+            s = scores(sources, texts, references)
+            rows[f"alpha {alpha}, {rule}"] = {
+                "alpha": alpha,
+                "rule": rule,
+                "changed": sum(
+                    a != b for a, b in zip(texts, reference, strict=True)
+                ),
+                "BLEU": s["BLEU"],
+                "chrF": s["chrF"],
+                "mean length": statistics.mean(map(len, texts)),
+                "seconds": times[rule],
+                "time / exact": statistics.median(times[rule]) / exact,
+                "translations": texts,
+            }
+        assert rows[f"alpha {alpha}, exact"]["changed"] == 0, "exact != max_len"
+    table = [
+        f"Beam {BEAM}; {SAMPLE} test messages of the gettext corpus "
+        "(evaluate_gettext.py's sample); outputs compared with the search run "
+        f"to max_len; time: {TIMED} messages, median of {args.repeats} runs "
+        "[fastest, slowest], as a ratio to the exact rule.",
+        "",
+        "| alpha | stopping | changed | BLEU | chrF | length | time / exact |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows.values():
+        exact = statistics.median(
+            rows[f"alpha {row['alpha']}, exact"]["seconds"]
+        )
+        low, high = min(row["seconds"]) / exact, max(row["seconds"]) / exact
+        table.append(
+            f"| {row['alpha']} | {row['rule']} | {row['changed']} "
+            f"| {row['BLEU']:.1f} | {row['chrF']:.1f} "
+            f"| {row['mean length']:.2f} "
+            f"| {row['time / exact']:.2f} [{low:.2f}, {high:.2f}] |"
+        )
+    print("\n".join(table))
+    if args.write:
+        machine = (
+            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
+            f"torch {torch.__version__}"
+        )
+        document = {
+            "script": "benchmarks/beam_stopping.py",
+            "date": datetime.date.today().isoformat(),
+            "machine": machine,
+            "model_sha256": model_sha256(),
+            "sample": sample,
+            "beam_size": BEAM,
+            "timed_messages": TIMED,
+            "repeats": args.repeats,
+            "rows": rows,
+        }
+        args.write.mkdir(parents=True, exist_ok=True)
+        path = args.write / "beam_stopping.json"
+        path.write_text(
+            json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+        )
+        header = f"# beam_stopping\n\n`{document['script']}`, "
+        header += f"{document['date']}, {machine}.\n\n"
+        (args.write / "beam_stopping.md").write_text(
+            header + "\n".join(table) + "\n"
+        )
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
