@@ -49,7 +49,9 @@ def choosable(log_probs, config) -> torch.Tensor:
     as padding at the next step, and <bos> only starts a sentence. The other
     tokens keep the model's log-probabilities (not renormalised, as fairseq).
     """
-    never = torch.tensor([config.pad_id, config.bos_id], device=log_probs.device)
+    never = torch.tensor(
+        [config.pad_id, config.bos_id], device=log_probs.device
+    )
     return log_probs.index_fill(-1, never, -math.inf)
 
 
@@ -142,7 +144,6 @@ def greedy_decode(model, src, max_len: int, cache=NoCache) -> torch.Tensor:
     return _token_by_token(
         model, src, max_len, cache, lambda log_probs: log_probs.argmax(dim=-1)
     )
-
 
 # %% ../book/08_decoding_and_evaluation.ipynb #b5aad629
 def gnmt_length_penalty(length, alpha: float):
@@ -404,4 +405,3 @@ def sample(
         return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
     return _token_by_token(model, src, max_len, cache, draw)
-
