@@ -545,3 +545,16 @@ def test_unknown_stopping_rule_is_named():
     model, src = random_model(0), random_sources(0)
     with pytest.raises(ValueError, match="stopping must be one of"):
         beam_search(model, src, stopping="early")
+
+
+def test_top_p_one_keeps_every_token_even_a_tiny_tail():
+    """In float32 the running sum reaches 1.0 before the last tokens: top_p=1
+    must still keep them all (it is no filter at all)."""
+    probs = torch.tensor([[0.5, 0.5 - 1e-8, 1e-8, 1e-9]], dtype=torch.float64)
+    kept = sampling_distribution(probs.log(), top_p=1.0) > 0
+    assert kept.all()
+    generator = torch.Generator().manual_seed(0)
+    log_probs = (
+        torch.randn(50, 8000, generator=generator).mul(4).log_softmax(-1)
+    )
+    assert (sampling_distribution(log_probs, top_p=1.0) > 0).all()

@@ -364,8 +364,9 @@ def sampling_distribution(
     if top_k is not None:
         sorted_probs[..., top_k:] = 0.0
         sorted_probs = sorted_probs / sorted_probs.sum(dim=-1, keepdim=True)
-    if top_p is not None:  # keep a token while the mass before it is < p
-        before = sorted_probs.cumsum(dim=-1) - sorted_probs
+    if top_p is not None and top_p < 1:  # keep while the mass before is < p
+        sums = sorted_probs.double().cumsum(dim=-1)  # float32 reaches 1 early
+        before = sums - sorted_probs.double()
         sorted_probs = sorted_probs.masked_fill(before >= top_p, 0.0)
         sorted_probs = sorted_probs / sorted_probs.sum(dim=-1, keepdim=True)
     return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
