@@ -90,6 +90,8 @@ def main(argv=None) -> Run:
                 print(
                     f"test exact match {exact_match(run.model, run.task):.1%}"
                 )
+        if distributed:  # every rank done before any tears the group down
+            dist.barrier()
     finally:
         if distributed:
             dist.destroy_process_group()
