@@ -31,31 +31,14 @@ import time
 from pathlib import Path
 
 import torch
-from evaluate_gettext import RESULTS, decode_ids, model_sha256
-from torch.nn.utils.rnn import pad_sequence
+from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
 
 from transformer_course import DecoderCache, beam_search
-from transformer_course.corpus import EOS_ID, PAD_ID, gettext_corpus
+from transformer_course.corpus import gettext_corpus
 from transformer_course.decoding import STOPPING_RULES
 from transformer_course.translation import load_translation_model, scores
 
 ALPHAS, BEAM, SAMPLE, TIMED = (0.6, 1.0), 4, 200, 50
-
-
-def batches(tokenizer, sources, batch_size=100):
-    """Padded source batches in the order given, each with its max_len
-    (2 T_src + 10), as evaluate_gettext.py decodes them."""
-    for start in range(0, len(sources), batch_size):
-        ids = [
-            tokenizer.encode(s).ids + [EOS_ID]
-            for s in sources[start : start + batch_size]
-        ]
-        src = pad_sequence(
-            [torch.tensor(i) for i in ids],
-            batch_first=True,
-            padding_value=PAD_ID,
-        )
-        yield src, 2 * src.size(1) + 10
 
 
 def decode(model, tokenizer, sources, alpha, rule, batch_size=100):

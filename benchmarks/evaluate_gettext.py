@@ -56,9 +56,9 @@ def decode_ids(tokenizer, rows) -> list[str]:
     return texts
 
 
-def chapter8_decoders(model, tokenizer, sources, batch_size=100) -> dict:
-    """Greedy and beam search of chapter 8 on English strings."""
-    outputs = {"greedy": [], "beam 4": []}
+def batches(tokenizer, sources, batch_size=100):
+    """Padded source batches in the order given, each with its max_len
+    (2 T_src + 10): how chapter 8's decoders are run on English strings."""
     for start in range(0, len(sources), batch_size):
         ids = [
             tokenizer.encode(s).ids + [EOS_ID]
@@ -69,7 +69,13 @@ def chapter8_decoders(model, tokenizer, sources, batch_size=100) -> dict:
             batch_first=True,
             padding_value=PAD_ID,
         )
-        max_len = 2 * src.size(1) + 10
+        yield src, 2 * src.size(1) + 10
+
+
+def chapter8_decoders(model, tokenizer, sources, batch_size=100) -> dict:
+    """Greedy and beam search of chapter 8 on English strings."""
+    outputs = {"greedy": [], "beam 4": []}
+    for src, max_len in batches(tokenizer, sources, batch_size):
         outputs["greedy"] += decode_ids(
             tokenizer, greedy_decode(model, src, max_len).tolist()
         )
