@@ -4,7 +4,15 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
+
+# One thread per test process. CI runs two pytest workers on two cores, and
+# the notebooks' kernels each use one thread; with PyTorch's default (a thread
+# per core) three or four threads fight for two cores, and OpenMP's threads,
+# which wait by spinning, slow each other down many times over: the tests of
+# tests/test_decoding.py took 17 s alone and over 200 s beside a notebook.
+torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,0 +1,263 @@
+"""Search errors or model errors? Beam sizes 1 to 32 at three length penalties.
+
+    python benchmarks/search_errors.py [--threads 2] [--write benchmarks/results]
+
+On the model that ships with the library and the same seeded sample of 200
+test messages as benchmarks/evaluate_gettext.py, chapter 8's beam_search (the
+exact stop, chapter 9's KV cache) with beam sizes 1, 2, 4, 8, 16 and 32, at
+alpha 0, 0.6 and 1. For each: BLEU and chrF (sacreBLEU, tokenize="zh"), the
+mean length in characters, the share of empty outputs (<eos> first) and of
+cut-off ones (no <eos> by max_len), and the model's own score of every output,
+log P(y | x) / lp(|y|) at that alpha, computed again from one teacher-forced
+pass (|y| counts the <eos>). With it, the two kinds of error of Stahlberg and
+Byrne (2019):
+
+- a search error: the output scores below another sentence the model rates
+  higher. Two witnesses: the best output that any of the six beam sizes found
+  for that message at that alpha ("a wider beam does better"), and the
+  reference translation itself. Both are lower bounds: an exact search could
+  find still better sentences.
+- the model prefers its own output to the human translation: the output
+  scores above the reference. Where the output is also a worse translation,
+  that is a model error: no search, however wide, would fix it.
+
+Scores within 1e-4 of each other count as equal (the cache and the
+teacher-forced pass round differently). --write DIR writes
+DIR/search_errors.json (with every output and score) and a Markdown table.
+"""
+
+import argparse
+import datetime
+import json
+import platform
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
+from torch.nn.utils.rnn import pad_sequence
+
+from transformer_course import DecoderCache, NoCache, beam_search
+from transformer_course.corpus import EOS_ID, PAD_ID, gettext_corpus
+from transformer_course.decoding import gnmt_length_penalty
+from transformer_course.translation import load_translation_model, scores
+
+BEAMS, ALPHAS, SAMPLE, TIE = (1, 2, 4, 8, 16, 32), (0.0, 0.6, 1.0), 200, 1e-4
+
+
+def cut(row: list[int]) -> list[int]:
+    """An output row -> its tokens up to and including <eos> (all of them
+    when the search was cut off at max_len)."""
+    return row[: row.index(EOS_ID) + 1] if EOS_ID in row else row
+
+
+def log_probs_of(model, src, outputs: list[list[int]]) -> list[float]:
+    """log P(y | x) of each output, in one teacher-forced pass."""
+    bos = model.config.bos_id
+    tgt = pad_sequence(
+        [torch.tensor([bos, *y]) for y in outputs],
+        batch_first=True,
+        padding_value=PAD_ID,
+    )
+    with torch.no_grad():
+        log_probs = F.log_softmax(model(src, tgt[:, :-1]).float(), dim=-1)
+    picked = log_probs.gather(-1, tgt[:, 1:, None])[..., 0]
+    real = torch.zeros_like(picked, dtype=torch.bool)
+    for i, y in enumerate(outputs):
+        real[i, : len(y)] = True
+    return picked.masked_fill(~real, 0).sum(dim=1).tolist()
+
+
+def check_scoring(model, src, outputs: list[list[int]]) -> None:
+    """log_probs_of against the slow obvious way: one token at a time, with
+    chapter 8's step interface re-reading the prefix."""
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        for row, y in enumerate(outputs):
+            stepper = NoCache(
+                model, memory[row : row + 1], src_mask[row : row + 1]
+            )
+            prefix, total = [model.config.bos_id], 0.0
+            for token in y:
+                log_probs = stepper.next_token_log_probs(torch.tensor([prefix]))
+                total += log_probs[0, token].item()
+                prefix.append(token)
+            fast = log_probs_of(model, src[row : row + 1], [y])[0]
+            assert abs(total - fast) < 1e-4, (row, total, fast)
+
+
+def rank(log_p: float, length: int, alpha: float) -> float:
+    """What the search maximises: log P / lp(|y|)."""
+    return log_p / gnmt_length_penalty(length, alpha)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--write", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model, tokenizer, _ = load_translation_model()
+    model.eval()
+    test = gettext_corpus()["test"]
+    sample = sorted(random.Random(0).sample(range(len(test)), SAMPLE))
+    sources = [test[i].source for i in sample]
+    references = [test[i].target for i in sample]
+    src_batches = list(batches(tokenizer, sources))
+    first, max_len = src_batches[0]
+    check_scoring(  # on ten outputs of beam 4 and their references
+        model,
+        first[:10],
+        [cut(r) for r in beam_search(model, first[:10], 4, max_len).tolist()],
+    )
+    check_scoring(
+        model,
+        first[:10],
+        [tokenizer.encode(t).ids + [EOS_ID] for t in references[:10]],
+    )
+    # the references as the model would write them, and their log P
+    ref_ids = [tokenizer.encode(t).ids + [EOS_ID] for t in references]
+    ref_log_p, max_lens, start = [], [], 0
+    for src, max_len in src_batches:
+        stop = start + src.size(0)
+        ref_log_p += log_probs_of(model, src, ref_ids[start:stop])
+        max_lens += [max_len] * src.size(0)
+        start = stop
+    runs = {}
+    for alpha in ALPHAS:
+        for beam in BEAMS:
+            began = time.perf_counter()
+            ids, log_p = [], []
+            for src, max_len in src_batches:
+                out = beam_search(
+                    model, src, beam, max_len, alpha, DecoderCache
+                )
+                rows = [cut(row) for row in out.tolist()]
+                ids += rows
+                log_p += log_probs_of(model, src, rows)
+            runs[alpha, beam] = {
+                "seconds": time.perf_counter() - began,
+                "ids": ids,
+                "log P": log_p,
+                "rank": [
+                    rank(p, len(y), alpha)
+                    for p, y in zip(log_p, ids, strict=True)
+                ],
+            }
+            print(
+                f"alpha {alpha}, beam {beam}: {runs[alpha, beam]['seconds']:.0f} s"
+            )
+    rows = {}
+    for alpha in ALPHAS:
+        best = [
+            max(runs[alpha, beam]["rank"][i] for beam in BEAMS)
+            for i in range(SAMPLE)
+        ]
+        ref_rank = [
+            rank(p, len(y), alpha)
+            for p, y in zip(ref_log_p, ref_ids, strict=True)
+        ]
+        for beam in BEAMS:
+            run = runs[alpha, beam]
+            texts = decode_ids(tokenizer, run["ids"])
+            s = scores(sources, texts, references)
+            mine = run["rank"]
+            rows[f"alpha {alpha}, beam {beam}"] = {
+                "alpha": alpha,
+                "beam": beam,
+                "BLEU": s["BLEU"],
+                "chrF": s["chrF"],
+                "mean length": statistics.mean(map(len, texts)),
+                "empty": sum(y == [EOS_ID] for y in run["ids"]) / SAMPLE,
+                "cut off": sum(EOS_ID not in y for y in run["ids"]) / SAMPLE,
+                "below best found": sum(
+                    m < b - TIE for m, b in zip(mine, best, strict=True)
+                )
+                / SAMPLE,
+                "below reference": sum(
+                    m < r - TIE for m, r in zip(mine, ref_rank, strict=True)
+                )
+                / SAMPLE,
+                "above reference": sum(
+                    m > r + TIE for m, r in zip(mine, ref_rank, strict=True)
+                )
+                / SAMPLE,
+                "mean rank": statistics.mean(mine),
+                "seconds": run["seconds"],
+                "translations": texts,
+                "log P": run["log P"],
+                "lengths": [len(y) for y in run["ids"]],
+            }
+    reference_fits = sum(
+        len(y) <= m for y, m in zip(ref_ids, max_lens, strict=True)
+    )
+    committed = json.loads(RESULTS.read_text())["beam"]
+    if committed["sample"] == sample:  # evaluate_gettext.py's beam 4 outputs
+        same = rows["alpha 0.6, beam 4"]["translations"]
+        assert same == committed["translations"]["beam 4"], "not this model's"
+    table = [
+        f"{SAMPLE} test messages of the gettext corpus (evaluate_gettext.py's "
+        "sample); beam_search with the exact stop. Shares of the messages: "
+        "empty output, cut off at max_len, output ranked below the best any "
+        "beam size found, below the reference, above the reference (rank: "
+        f"log P / lp at that alpha; ties within {TIE}).",
+        "",
+        "| alpha | beam | BLEU | chrF | length | empty | cut off "
+        "| below best found | below reference | above reference |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows.values():
+        table.append(
+            f"| {row['alpha']} | {row['beam']} | {row['BLEU']:.1f} "
+            f"| {row['chrF']:.1f} | {row['mean length']:.2f} "
+            + " ".join(
+                f"| {row[key]:.1%}"
+                for key in (
+                    "empty",
+                    "cut off",
+                    "below best found",
+                    "below reference",
+                    "above reference",
+                )
+            )
+            + " |"
+        )
+    table += [
+        "",
+        f"References that fit in max_len: {reference_fits} of {SAMPLE}; "
+        f"mean length {statistics.mean(map(len, references)):.2f} characters.",
+    ]
+    print("\n".join(table))
+    if args.write:
+        machine = (
+            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
+            f"torch {torch.__version__}"
+        )
+        document = {
+            "script": "benchmarks/search_errors.py",
+            "date": datetime.date.today().isoformat(),
+            "machine": machine,
+            "model_sha256": model_sha256(),
+            "sample": sample,
+            "tie": TIE,
+            "references": {
+                "log P": ref_log_p,
+                "lengths": [len(y) for y in ref_ids],
+                "fit in max_len": reference_fits,
+            },
+            "rows": rows,
+        }
+        args.write.mkdir(parents=True, exist_ok=True)
+        out = args.write / "search_errors.json"
+        out.write_text(json.dumps(document, ensure_ascii=False, indent=1))
+        (args.write / "search_errors.md").write_text(
+            "# search_errors\n\n`benchmarks/search_errors.py`, "
+            f"{document['date']}, {machine}.\n\n" + "\n".join(table) + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
