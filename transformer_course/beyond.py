@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention', 'time_forward_backward', 'rope', 'repeat_kv',
-           'query_heads', 'key_value_heads', 'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'BeyondConfig',
-           'grouped_query_transformer']
+           'query_heads', 'key_value_heads', 'reads_shared_heads', 'attend', 'GroupedQueryAttention',
+           'pool_key_value_heads', 'BeyondConfig', 'grouped_query_transformer']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
@@ -105,8 +105,9 @@ def rope(
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-030
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """(B, h_kv, T, d_k) -> (B, h_kv * n_rep, T, d_k), each head n_rep times."""
-    return x.repeat_interleave(n_rep, dim=1)
+    """(B, h_kv, T, d_k) -> (B, h_kv * n_rep, T, d_k), each head n_rep times
+    (a copy; n_rep = 1 returns x itself)."""
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-033
 from transformer_course.multi_head_attention import (
@@ -135,18 +136,43 @@ def key_value_heads(attention, key, value, positions=None):
     return k, v.transpose(1, 2)
 
 
+def reads_shared_heads(q, k, v) -> bool:
+    """Whether attend lets F.scaled_dot_product_attention read each key/value
+    head for its group in place (enable_gqa=True) instead of copying it
+    n_rep times: where that is exact and saves the copy, on a CPU (the same
+    output, bit for bit, benchmarks/gqa_repeat.py) and without gradients
+    (their sums over a group come out in another order). On a GPU with a
+    mask, PyTorch's memory-efficient kernel takes no grouped heads and the
+    math kernel would run instead, so there the copy stays."""
+    return (
+        k.size(1) < q.size(1)
+        and q.device.type == "cpu"
+        and not (
+            torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        )
+    )
+
+
 def attend(attention, q, k, v, mask=None, is_causal=False, dropout=0.0):
     """Heads q (B, h, T_q, d_k) against k, v (B, h_kv, T_k, d_k), then W^O:
     -> (B, T_q, d_model). mask (B or 1, h or 1, T_q or 1, T_k), True = may
     attend; a query with no allowed key gets a zero output, as in chapter 5."""
     n_rep = q.size(1) // k.size(1)  # query heads per key/value head
-    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
+    in_place = reads_shared_heads(q, k, v)
+    if not in_place:
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, h, T_k, d_k)
     has_key = None
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)  # a row with no key: 0
         mask = mask | ~has_key
     heads = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, is_causal=is_causal, dropout_p=dropout
+        q,
+        k,
+        v,
+        attn_mask=mask,
+        is_causal=is_causal,
+        dropout_p=dropout,
+        enable_gqa=in_place,
     )
     if has_key is not None:
         heads = heads.masked_fill(~has_key, 0.0)

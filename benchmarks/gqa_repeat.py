@@ -1,0 +1,200 @@
+"""Three ways to give every query head its key/value head, measured on this machine.
+
+    python benchmarks/gqa_repeat.py [--threads 2] [--repeats 7]
+        [--write benchmarks/results]
+
+Grouped-query attention shares each of h_kv key/value heads among n_rep = h / h_kv
+query heads. Before F.scaled_dot_product_attention the keys and values can be
+repeated to h heads with `repeat_interleave` (chapter 9's repeat_kv, a copy), with
+`x[:, :, None].expand(...)` followed by `reshape` (the expand is a view, but the
+reshape copies as soon as n_rep > 1: the repeated heads are not laid out in
+memory), or not at all, with `enable_gqa=True`, which lets the kernel read each
+shared head in place.
+
+For one decoding step (one query per sentence against T_k cached keys) and for a
+prefill (T_q = T_k), at h_kv = h, 2 and 1, with the padding mask the course's model
+always passes: whether each output equals repeat_interleave's bit for bit, which
+kernel PyTorch ran (its profiler's event names), the bytes the call allocates (as
+the profiler counts them) and the time of one call, the median of --repeats runs
+with the fastest and slowest, as a ratio to repeat_interleave timed in the same run.
+--write DIR writes DIR/gqa_repeat_<device>.json and a Markdown table beside it.
+"""
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+B, H, D_K = 8, 8, 64
+SHAPES = {"decode step": (1, 2048), "prefill": (512, 512)}  # (T_q, T_k)
+
+
+def repeated(x, n_rep):
+    return x.repeat_interleave(n_rep, dim=1)
+
+
+def expanded(x, n_rep):
+    b, h_kv, t, d = x.shape
+    return (
+        x[:, :, None]
+        .expand(b, h_kv, n_rep, t, d)
+        .reshape(b, h_kv * n_rep, t, d)
+    )
+
+
+def call(method, q, k, v, mask):
+    n_rep = q.size(1) // k.size(1)
+    if method == "enable_gqa":
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, enable_gqa=True
+        )
+    repeat = repeated if method == "repeat_interleave" else expanded
+    return F.scaled_dot_product_attention(
+        q, repeat(k, n_rep), repeat(v, n_rep), attn_mask=mask
+    )
+
+
+METHODS = ("repeat_interleave", "expand + reshape", "enable_gqa")
+
+
+def profiled(method, q, k, v, mask):
+    """(kernel names, bytes allocated) of one call, by PyTorch's profiler."""
+    with profile(
+        activities=[ProfilerActivity.CPU], profile_memory=True
+    ) as prof:
+        out = call(method, q, k, v, mask)
+    events = prof.events()
+    kernels = sorted(
+        {
+            e.name
+            for e in events
+            if "scaled_dot_product" in e.name
+            and e.name != "aten::scaled_dot_product_attention"
+        }
+    )
+    allocated = sum(  # by the outermost calls; "[memory]" events are frees
+        e.cpu_memory_usage
+        for e in events
+        if e.cpu_parent is None and e.name != "[memory]"
+    )
+    del out
+    return kernels, allocated
+
+
+def timed(method, q, k, v, mask, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        call(method, q, k, v, mask)
+    return (time.perf_counter() - start) / calls
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--write", type=Path)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    with torch.no_grad():
+        for shape, (t_q, t_k) in SHAPES.items():
+            lengths = torch.randint(
+                t_k // 2, t_k + 1, (B,), generator=generator
+            )
+            mask = (torch.arange(t_k) < lengths[:, None])[:, None, None, :]
+            for h_kv in (H, 2, 1):
+                q = torch.randn(B, H, t_q, D_K, generator=generator)
+                k = torch.randn(B, h_kv, t_k, D_K, generator=generator)
+                v = torch.randn(B, h_kv, t_k, D_K, generator=generator)
+                reference = call("repeat_interleave", q, k, v, mask)
+                one = timed("repeat_interleave", q, k, v, mask, 1)
+                calls = max(1, int(0.05 / one))
+                seconds = {m: [] for m in METHODS}
+                for _ in range(args.repeats):  # interleaved: drift hits all
+                    for method in METHODS:
+                        seconds[method].append(
+                            timed(method, q, k, v, mask, calls)
+                        )
+                base = statistics.median(seconds["repeat_interleave"])
+                for method in METHODS:
+                    kernels, allocated = profiled(method, q, k, v, mask)
+                    rows.append(
+                        {
+                            "shape": shape,
+                            "T_q": t_q,
+                            "T_k": t_k,
+                            "h_kv": h_kv,
+                            "method": method,
+                            "equal": torch.equal(
+                                call(method, q, k, v, mask), reference
+                            ),
+                            "kernels": kernels,
+                            "bytes allocated": allocated,
+                            "seconds": seconds[method],
+                            "time / repeat_interleave": statistics.median(
+                                seconds[method]
+                            )
+                            / base,
+                            "calls per run": calls,
+                        }
+                    )
+    table = [
+        f"B = {B}, h = {H}, d_k = {D_K}, float32, a padding mask; "
+        f"time: median of {args.repeats} runs [fastest, slowest], as a ratio "
+        "to repeat_interleave; bytes: allocated by the call (PyTorch's profiler).",
+        "",
+        "| shape | h_kv | method | equal | kernel | MiB allocated "
+        "| time / repeat_interleave |",
+        "|---|---:|---|---|---|---:|---|",
+    ]
+    for row in rows:
+        base = statistics.median(
+            next(
+                r["seconds"]
+                for r in rows
+                if (r["shape"], r["h_kv"], r["method"])
+                == (row["shape"], row["h_kv"], "repeat_interleave")
+            )
+        )
+        low, high = min(row["seconds"]) / base, max(row["seconds"]) / base
+        kernel = ", ".join(k.removeprefix("aten::") for k in row["kernels"])
+        table.append(
+            f"| {row['shape']} (T_q {row['T_q']}, T_k {row['T_k']}) "
+            f"| {row['h_kv']} | {row['method']} | {row['equal']} | {kernel} "
+            f"| {row['bytes allocated'] / 2**20:.2f} "
+            f"| {row['time / repeat_interleave']:.2f} [{low:.2f}, {high:.2f}] |"
+        )
+    print("\n".join(table))
+    if args.write:
+        machine = (
+            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
+            f"torch {torch.__version__}"
+        )
+        document = {
+            "script": "benchmarks/gqa_repeat.py",
+            "date": datetime.date.today().isoformat(),
+            "machine": machine,
+            "device": "cpu",
+            "repeats": args.repeats,
+            "rows": rows,
+        }
+        args.write.mkdir(parents=True, exist_ok=True)
+        (args.write / "gqa_repeat_cpu.json").write_text(
+            json.dumps(document, indent=1)
+        )
+        (args.write / "gqa_repeat_cpu.md").write_text(
+            "# gqa_repeat\n\n`benchmarks/gqa_repeat.py`, "
+            f"{document['date']}, {machine}.\n\n" + "\n".join(table) + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
