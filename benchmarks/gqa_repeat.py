@@ -1,23 +1,26 @@
-"""Three ways to give every query head its key/value head, measured on this machine.
+"""Three ways to give every query head its key/value head, measured on a CPU.
 
     python benchmarks/gqa_repeat.py [--threads 2] [--repeats 7]
         [--write benchmarks/results]
 
-Grouped-query attention shares each of h_kv key/value heads among n_rep = h / h_kv
-query heads. Before F.scaled_dot_product_attention the keys and values can be
-repeated to h heads with `repeat_interleave` (chapter 9's repeat_kv, a copy), with
-`x[:, :, None].expand(...)` followed by `reshape` (the expand is a view, but the
-reshape copies as soon as n_rep > 1: the repeated heads are not laid out in
-memory), or not at all, with `enable_gqa=True`, which lets the kernel read each
-shared head in place.
+Grouped-query attention shares each of h_kv key/value heads among
+n_rep = h / h_kv query heads. Before F.scaled_dot_product_attention the keys
+and values can be repeated to h heads with `repeat_interleave` (a copy, even
+at n_rep = 1), with `x[:, :, None].expand(...)` followed by `reshape` (the
+expand is a view; the reshape copies unless h_kv = 1 or n_rep = 1, where one
+stride still steps through both head axes), or not at all, with
+`enable_gqa=True`, which lets the kernel read each shared head in place.
 
-For one decoding step (one query per sentence against T_k cached keys) and for a
-prefill (T_q = T_k), at h_kv = h, 2 and 1, with the padding mask the course's model
-always passes: whether each output equals repeat_interleave's bit for bit, which
-kernel PyTorch ran (its profiler's event names), the bytes the call allocates (as
-the profiler counts them) and the time of one call, the median of --repeats runs
-with the fastest and slowest, as a ratio to repeat_interleave timed in the same run.
---write DIR writes DIR/gqa_repeat_<device>.json and a Markdown table beside it.
+For one decoding step (one query per sentence against T_k cached keys) and
+for a prefill (T_q = T_k), at h_kv = h, 2 and 1, with a padding mask: whether
+each output equals repeat_interleave's bit for bit, which kernel PyTorch ran
+(its profiler's event names), the bytes copied (what the profiler's
+aten::clone events allocate: every copy of the keys and values goes through
+one), the bytes the call's operations leave allocated (the output among them;
+temporaries a kernel frees inside itself are not counted), and the time of
+one call, the median of --repeats runs with the fastest and slowest, as a
+ratio to repeat_interleave timed in the same run. --write DIR writes
+DIR/gqa_repeat_cpu.json and a Markdown table beside it.
 """
 
 import argparse
@@ -65,12 +68,11 @@ METHODS = ("repeat_interleave", "expand + reshape", "enable_gqa")
 
 
 def profiled(method, q, k, v, mask):
-    """(kernel names, bytes allocated) of one call, by PyTorch's profiler."""
-    with profile(
-        activities=[ProfilerActivity.CPU], profile_memory=True
-    ) as prof:
+    """(kernel names, bytes copied, bytes kept) of one call, by PyTorch's
+    profiler."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
         out = call(method, q, k, v, mask)
-    events = prof.events()
+    events = p.events()
     kernels = sorted(
         {
             e.name
@@ -79,13 +81,14 @@ def profiled(method, q, k, v, mask):
             and e.name != "aten::scaled_dot_product_attention"
         }
     )
-    allocated = sum(  # by the outermost calls; "[memory]" events are frees
+    copied = sum(e.cpu_memory_usage for e in events if e.name == "aten::clone")
+    kept = sum(  # by the outermost operations ("[memory]": outside any)
         e.cpu_memory_usage
         for e in events
         if e.cpu_parent is None and e.name != "[memory]"
     )
     del out
-    return kernels, allocated
+    return kernels, copied, kept
 
 
 def timed(method, q, k, v, mask, calls):
@@ -125,7 +128,7 @@ def main(argv=None) -> None:
                         )
                 base = statistics.median(seconds["repeat_interleave"])
                 for method in METHODS:
-                    kernels, allocated = profiled(method, q, k, v, mask)
+                    kernels, copied, kept = profiled(method, q, k, v, mask)
                     rows.append(
                         {
                             "shape": shape,
@@ -137,7 +140,8 @@ def main(argv=None) -> None:
                                 call(method, q, k, v, mask), reference
                             ),
                             "kernels": kernels,
-                            "bytes allocated": allocated,
+                            "bytes copied": copied,
+                            "bytes kept": kept,
                             "seconds": seconds[method],
                             "time / repeat_interleave": statistics.median(
                                 seconds[method]
@@ -149,11 +153,12 @@ def main(argv=None) -> None:
     table = [
         f"B = {B}, h = {H}, d_k = {D_K}, float32, a padding mask; "
         f"time: median of {args.repeats} runs [fastest, slowest], as a ratio "
-        "to repeat_interleave; bytes: allocated by the call (PyTorch's profiler).",
+        "to repeat_interleave; MiB copied (aten::clone) and kept by the call's "
+        "operations (PyTorch's profiler).",
         "",
-        "| shape | h_kv | method | equal | kernel | MiB allocated "
+        "| shape | h_kv | method | equal | kernel | MiB copied | MiB kept "
         "| time / repeat_interleave |",
-        "|---|---:|---|---|---|---:|---|",
+        "|---|---:|---|---|---|---:|---:|---|",
     ]
     for row in rows:
         base = statistics.median(
@@ -169,7 +174,8 @@ def main(argv=None) -> None:
         table.append(
             f"| {row['shape']} (T_q {row['T_q']}, T_k {row['T_k']}) "
             f"| {row['h_kv']} | {row['method']} | {row['equal']} | {kernel} "
-            f"| {row['bytes allocated'] / 2**20:.2f} "
+            f"| {row['bytes copied'] / 2**20:.2f} "
+            f"| {row['bytes kept'] / 2**20:.2f} "
             f"| {row['time / repeat_interleave']:.2f} [{low:.2f}, {high:.2f}] |"
         )
     print("\n".join(table))

@@ -1,6 +1,7 @@
 """Search errors or model errors? Beam sizes 1 to 32 at three length penalties.
 
-    python benchmarks/search_errors.py [--threads 2] [--write benchmarks/results]
+    python benchmarks/search_errors.py [--threads 2]
+        [--write benchmarks/results]
 
 On the model that ships with the library and the same seeded sample of 200
 test messages as benchmarks/evaluate_gettext.py, chapter 8's beam_search (the
@@ -148,7 +149,8 @@ def main(argv=None) -> None:
                 ],
             }
             print(
-                f"alpha {alpha}, beam {beam}: {runs[alpha, beam]['seconds']:.0f} s"
+                f"alpha {alpha}, beam {beam}: "
+                f"{runs[alpha, beam]['seconds']:.0f} s"
             )
     rows = {}
     for alpha in ALPHAS:

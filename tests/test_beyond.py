@@ -99,25 +99,35 @@ def test_repeat_kv_of_one_is_the_tensor_itself():
     assert repeat_kv(x, 1) is x  # no copy for multi-head attention
 
 
-@pytest.mark.parametrize("mask_kind", [None, "causal", "padding"])
+@pytest.mark.parametrize(
+    "mask_kind", [None, "causal mask", "is_causal", "padding", "one query"]
+)
 @pytest.mark.parametrize("n_kv_heads", [1, 2])
 def test_gqa_reads_shared_heads_in_place_without_gradients(
     monkeypatch, n_kv_heads, mask_kind
 ):
     """Without gradients, on a CPU, attend lets the kernel read the shared
     heads (enable_gqa=True): the same output, bit for bit, as the copies
-    that a pass with gradients makes, and no copy at all."""
+    that a pass with gradients makes, and no copy at all. "one query": a
+    decoding step, one query against six cached keys, padded."""
     torch.manual_seed(0)
     gqa = GroupedQueryAttention(32, 4, n_kv_heads).eval()
     x = torch.randn(3, 6, 32)
-    mask = {
-        None: None,
-        "causal": torch.ones(6, 6, dtype=torch.bool).tril(),
-        "padding": torch.tensor(
-            [[1] * 6, [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]]
-        ).bool()[:, None],
-    }[mask_kind]
-    with_copies = gqa(x, x, x, mask)  # gradients on: repeat_kv's copies
+    padding = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
+    query, mask, is_causal = x, None, False
+    if mask_kind == "causal mask":
+        mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    elif mask_kind == "is_causal":
+        is_causal = True
+    elif mask_kind == "padding":
+        mask = padding.bool()[:, None]
+    elif mask_kind == "one query":
+        query, mask = x[:, -1:], padding.bool()[:, None]
+
+    def attention():
+        return gqa(query, x, x, mask, is_causal=is_causal)
+
+    with_copies = attention()  # gradients on: repeat_kv's copies
     assert with_copies.requires_grad
 
     def no_copy(*args):
@@ -125,10 +135,10 @@ def test_gqa_reads_shared_heads_in_place_without_gradients(
 
     monkeypatch.setattr("transformer_course.beyond.repeat_kv", no_copy)
     with torch.no_grad():
-        in_place = gqa(x, x, x, mask)
+        in_place = attention()
     assert torch.equal(in_place, with_copies.detach())
     with pytest.raises(AssertionError, match="repeat_kv called"):
-        gqa(x, x, x, mask)  # with gradients the copy is still made
+        attention()  # with gradients the copy is still made
 
 
 @pytest.mark.parametrize("mask_kind", [None, "causal", "padding"])

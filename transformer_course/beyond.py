@@ -136,6 +136,10 @@ def key_value_heads(attention, key, value, positions=None):
     return k, v.transpose(1, 2)
 
 
+# enable_gqa came with PyTorch 2.5; the library runs on 2.1 and later
+_SDPA_TAKES_GQA = torch.torch_version.TorchVersion(torch.__version__) >= "2.5"
+
+
 def reads_shared_heads(q, k, v) -> bool:
     """Whether attend lets F.scaled_dot_product_attention read each key/value
     head for its group in place (enable_gqa=True) instead of copying it
@@ -145,7 +149,8 @@ def reads_shared_heads(q, k, v) -> bool:
     mask, PyTorch's memory-efficient kernel takes no grouped heads and the
     math kernel would run instead, so there the copy stays."""
     return (
-        k.size(1) < q.size(1)
+        _SDPA_TAKES_GQA
+        and k.size(1) < q.size(1)
         and q.device.type == "cpu"
         and not (
             torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
@@ -165,6 +170,7 @@ def attend(attention, q, k, v, mask=None, is_causal=False, dropout=0.0):
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)  # a row with no key: 0
         mask = mask | ~has_key
+    shared = {"enable_gqa": True} if in_place else {}  # (PyTorch >= 2.5)
     heads = F.scaled_dot_product_attention(
         q,
         k,
@@ -172,7 +178,7 @@ def attend(attention, q, k, v, mask=None, is_causal=False, dropout=0.0):
         attn_mask=mask,
         is_causal=is_causal,
         dropout_p=dropout,
-        enable_gqa=in_place,
+        **shared,
     )
     if has_key is not None:
         heads = heads.masked_fill(~has_key, 0.0)
