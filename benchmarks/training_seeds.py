@@ -409,10 +409,12 @@ def markdown(document) -> str:
         "|---|" + "---:|" * (len(seeds) + 3),
     ]
     for name, m in document["metrics"].items():
-        cells = [*m["runs"], m["mean"], m["min"], m["max"]]
-        lines.append(
-            f"| {name} | " + " | ".join(f"{v:.4g}" for v in cells) + " |"
-        )
+        cells = [
+            f"{v:.4g}" for v in (*m["runs"], m["mean"], m["min"], m["max"])
+        ]
+        if name.endswith(" p"):  # a mean of p-values means nothing
+            cells[len(seeds)] = "-"
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
