@@ -163,9 +163,9 @@ def reads_shared_heads(q, k, v) -> bool:
     n_rep times: where that is exact and saves the copy, on a CPU (the same
     output, bit for bit, benchmarks/gqa_repeat.py; a PyTorch whose CPU kernel
     takes shared heads) and without gradients (their sums over a group come
-    out in another order). On a GPU with a
-    mask, PyTorch's memory-efficient kernel takes no grouped heads and the
-    math kernel would run instead, so there the copy stays."""
+    out in another order). On a GPU with a mask, PyTorch's memory-efficient
+    kernel takes no grouped heads and the math kernel would run instead, so
+    there the copy stays."""
     return (
         CPU_KERNEL_READS_SHARED_HEADS
         and k.size(1) < q.size(1)
