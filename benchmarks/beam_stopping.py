@@ -22,9 +22,7 @@ DIR/beam_stopping.json (with every output) and a Markdown table beside it.
 """
 
 import argparse
-import datetime
 import json
-import platform
 import random
 import statistics
 import time
@@ -32,6 +30,7 @@ from pathlib import Path
 
 import torch
 from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
+from results_files import write_results
 
 from transformer_course import DecoderCache, beam_search
 from transformer_course.corpus import gettext_corpus
@@ -122,30 +121,19 @@ def main(argv=None) -> None:
         )
     print("\n".join(table))
     if args.write:
-        machine = (
-            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
-            f"torch {torch.__version__}"
-        )
-        document = {
-            "script": "benchmarks/beam_stopping.py",
-            "date": datetime.date.today().isoformat(),
-            "machine": machine,
-            "model_sha256": model_sha256(),
-            "sample": sample,
-            "beam_size": BEAM,
-            "timed_messages": TIMED,
-            "repeats": args.repeats,
-            "rows": rows,
-        }
-        args.write.mkdir(parents=True, exist_ok=True)
-        path = args.write / "beam_stopping.json"
-        path.write_text(
-            json.dumps(document, ensure_ascii=False, indent=1) + "\n"
-        )
-        header = f"# beam_stopping\n\n`{document['script']}`, "
-        header += f"{document['date']}, {machine}.\n\n"
-        (args.write / "beam_stopping.md").write_text(
-            header + "\n".join(table) + "\n"
+        path = write_results(
+            args.write,
+            "beam_stopping",
+            "benchmarks/beam_stopping.py",
+            {
+                "model_sha256": model_sha256(),
+                "sample": sample,
+                "beam_size": BEAM,
+                "timed_messages": TIMED,
+                "repeats": args.repeats,
+                "rows": rows,
+            },
+            table,
         )
         print(f"wrote {path}")
 

@@ -24,15 +24,13 @@ DIR/gqa_repeat_cpu.json and a Markdown table beside it.
 """
 
 import argparse
-import datetime
-import json
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from results_files import write_results
 from torch.profiler import ProfilerActivity, profile
 
 B, H, D_K = 8, 8, 64
@@ -180,25 +178,12 @@ def main(argv=None) -> None:
         )
     print("\n".join(table))
     if args.write:
-        machine = (
-            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
-            f"torch {torch.__version__}"
-        )
-        document = {
-            "script": "benchmarks/gqa_repeat.py",
-            "date": datetime.date.today().isoformat(),
-            "machine": machine,
-            "device": "cpu",
-            "repeats": args.repeats,
-            "rows": rows,
-        }
-        args.write.mkdir(parents=True, exist_ok=True)
-        (args.write / "gqa_repeat_cpu.json").write_text(
-            json.dumps(document, indent=1)
-        )
-        (args.write / "gqa_repeat_cpu.md").write_text(
-            "# gqa_repeat\n\n`benchmarks/gqa_repeat.py`, "
-            f"{document['date']}, {machine}.\n\n" + "\n".join(table) + "\n"
+        write_results(
+            args.write,
+            "gqa_repeat_cpu",
+            "benchmarks/gqa_repeat.py",
+            {"device": "cpu", "repeats": args.repeats, "rows": rows},
+            table,
         )
 
 

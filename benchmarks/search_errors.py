@@ -28,9 +28,7 @@ DIR/search_errors.json (with every output and score) and a Markdown table.
 """
 
 import argparse
-import datetime
 import json
-import platform
 import random
 import statistics
 import time
@@ -39,6 +37,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
+from results_files import write_results
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_course import DecoderCache, NoCache, beam_search
@@ -234,30 +233,22 @@ def main(argv=None) -> None:
     ]
     print("\n".join(table))
     if args.write:
-        machine = (
-            f"{platform.machine()}, {torch.get_num_threads()} thread(s), "
-            f"torch {torch.__version__}"
-        )
-        document = {
-            "script": "benchmarks/search_errors.py",
-            "date": datetime.date.today().isoformat(),
-            "machine": machine,
-            "model_sha256": model_sha256(),
-            "sample": sample,
-            "tie": TIE,
-            "references": {
-                "log P": ref_log_p,
-                "lengths": [len(y) for y in ref_ids],
-                "fit in max_len": reference_fits,
+        write_results(
+            args.write,
+            "search_errors",
+            "benchmarks/search_errors.py",
+            {
+                "model_sha256": model_sha256(),
+                "sample": sample,
+                "tie": TIE,
+                "references": {
+                    "log P": ref_log_p,
+                    "lengths": [len(y) for y in ref_ids],
+                    "fit in max_len": reference_fits,
+                },
+                "rows": rows,
             },
-            "rows": rows,
-        }
-        args.write.mkdir(parents=True, exist_ok=True)
-        out = args.write / "search_errors.json"
-        out.write_text(json.dumps(document, ensure_ascii=False, indent=1))
-        (args.write / "search_errors.md").write_text(
-            "# search_errors\n\n`benchmarks/search_errors.py`, "
-            f"{document['date']}, {machine}.\n\n" + "\n".join(table) + "\n"
+            table,
         )
 
 
