@@ -238,7 +238,7 @@ def test_cache_is_not_carried_between_sentences():
     )
     with torch.no_grad():
         memory, mask = model.encode(first)
-        cache = DecoderCache(model, memory, mask)
+        cache = DecoderCache(model, memory, mask, max_len=12)
         cache.next_token_log_probs(torch.ones(1, 3, dtype=torch.long))
         with pytest.raises(ValueError, match="new DecoderCache"):
             cache.next_token_log_probs(torch.ones(1, 2, dtype=torch.long))
@@ -247,16 +247,65 @@ def test_cache_is_not_carried_between_sentences():
 @pytest.mark.parametrize("options", VARIANTS)
 def test_cache_with_several_new_tokens_and_reorder(options):
     model = _model(2, **options)
-    src = torch.randint(3, 50, (2, 5))
-    tgt = torch.randint(3, 50, (2, 6))
+    src = torch.randint(3, 50, (2, 5))  # 2 sentences, 2 hypotheses each
+    tgt = torch.randint(3, 50, (4, 6))
     with torch.no_grad():
         memory, mask = model.encode(src)
-        full = model.decode(tgt, memory, mask).log_softmax(-1)
-        cache = DecoderCache(model, memory, mask)
-        cache.next_token_log_probs(tgt[:, :3])
-        cache.reorder(torch.tensor([1, 0]))
-        got = cache.next_token_log_probs(tgt.flip(0))
-    torch.testing.assert_close(got, full.flip(0)[:, -1], atol=1e-5, rtol=1e-5)
+        full = model.decode(
+            tgt, memory.repeat_interleave(2, 0), mask.repeat_interleave(2, 0)
+        ).log_softmax(-1)
+        cache = DecoderCache(model, memory, mask, max_len=6, beam_size=2)
+        cache.next_token_log_probs(tgt[:, :3])  # 3 tokens in one call
+        swap = torch.tensor([1, 0, 3, 2])  # within each sentence's rows
+        cache.reorder(swap)
+        got = cache.next_token_log_probs(tgt[swap])  # then 3 more
+    torch.testing.assert_close(got, full[swap, -1], atol=1e-5, rtol=1e-5)
+
+
+def test_cache_writes_in_place_and_embeds_only_new_tokens():
+    model = _model(2)
+    src = torch.randint(3, 50, (2, 5))
+    embedded = []
+    hook = model.embedding.register_forward_hook(
+        lambda module, args, out: embedded.append(tuple(args[0].shape))
+    )
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        embedded.clear()  # the encoder's
+        cache = DecoderCache(model, memory, mask, max_len=8, beam_size=3)
+        buffers = [kv.data_ptr() for kv in cache.self_kv]
+        cross = [kv for pair in cache.cross for kv in pair]
+        tokens = torch.ones(6, 1, dtype=torch.long)
+        for _ in range(7):
+            cache.next_token_log_probs(tokens)
+            cache.reorder(torch.tensor([2, 0, 0, 5, 3, 4]))
+            tokens = torch.cat([tokens, torch.full((6, 1), 7)], 1)
+    hook.remove()
+    assert embedded == [(6, 1)] * 7  # one new token per row and step
+    assert [kv.data_ptr() for kv in cache.self_kv] == buffers  # no new tensor
+    assert all(
+        a is b
+        for a, b in zip(
+            cross, [kv for p in cache.cross for kv in p], strict=True
+        )
+    )
+    assert cache.cross[0][0].size(0) == 2  # one row per sentence, not per beam
+    assert cache.self_kv[0].shape == (2, 6, 4, 8, 8)  # K/V, rows, h, max_len
+
+
+def test_cache_refuses_what_it_has_no_room_for():
+    model = _model(2)
+    src = torch.randint(3, 50, (2, 5))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = DecoderCache(model, memory, mask, max_len=3, beam_size=2)
+        with pytest.raises(ValueError, match="room for 4 rows of max_len=3"):
+            cache.next_token_log_probs(torch.ones(4, 4, dtype=torch.long))
+        with pytest.raises(ValueError, match="room for 4 rows"):
+            cache.next_token_log_probs(torch.ones(2, 2, dtype=torch.long))
+        cache.next_token_log_probs(torch.ones(4, 2, dtype=torch.long))
+        with pytest.raises(ValueError, match="its own sentence"):
+            cache.reorder(torch.tensor([2, 1, 0, 3]))  # rows 0 and 2 swapped
 
 
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
@@ -265,7 +314,7 @@ def test_cache_bytes_formula_matches_the_cache(n_kv_heads):
     src = torch.randint(3, 50, (2, 5))
     with torch.no_grad():
         memory, mask = model.encode(src)
-        cache = DecoderCache(model, memory, mask)
+        cache = DecoderCache(model, memory, mask, max_len=4)
         cache.next_token_log_probs(torch.ones(2, 4, dtype=torch.long))
     expected = kv_cache_bytes(2, n_kv_heads, 8, 4, batch=2) + kv_cache_bytes(
         2, n_kv_heads, 8, 5, 2

@@ -20,6 +20,7 @@ from transformer_course import (
 from transformer_course.decoding import (
     STOPPING_RULES,
     NoCache,
+    check_rows_stay,
     choosable,
     gnmt_length_penalty,
 )
@@ -558,3 +559,15 @@ def test_top_p_one_keeps_every_token_even_a_tiny_tail():
         torch.randn(50, 8000, generator=generator).mul(4).log_softmax(-1)
     )
     assert (sampling_distribution(log_probs, top_p=1.0) > 0).all()
+
+
+def test_reorder_refuses_a_row_from_another_sentence():
+    check_rows_stay(torch.tensor([1, 1, 0, 3, 5, 5]), 3)  # within 0-2, 3-5
+    with pytest.raises(ValueError, match="its own sentence"):
+        check_rows_stay(torch.tensor([3, 1, 2, 0, 4, 5]), 3)
+    model = ScriptedModel(10, lambda source, prefix: {EOS: 1.0})
+    memory, src_mask = model.encode(torch.tensor([[3], [4]]))
+    steps = NoCache(model, memory, src_mask, max_len=4, beam_size=2)
+    assert steps.memory.size(0) == 4  # each sentence's memory, once per beam
+    with pytest.raises(ValueError, match="its own sentence"):
+        steps.reorder(torch.tensor([2, 1, 0, 3]))

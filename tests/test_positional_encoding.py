@@ -172,3 +172,25 @@ def test_module_refuses_input_of_the_wrong_type(x, message):
 def test_module_refuses_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
         PositionalEncoding(**kwargs)
+
+
+def test_module_start_gives_later_positions():
+    module = PositionalEncoding(16, max_len=20)
+    x = torch.randn(2, 9, 16)
+    whole = module(x)
+    torch.testing.assert_close(module(x[:, 3:7], start=3), whole[:, 3:7])
+    assert torch.equal(module(x, start=0), whole)
+    assert module(x[:, :1], start=19).shape == (2, 1, 16)  # the last position
+
+
+@pytest.mark.parametrize(
+    "start, error, message",
+    [
+        (-1, ValueError, "start must be at least 0"),
+        (1.0, TypeError, "start must be an int"),
+        (17, ValueError, r"positions 17 \.\. 20 go past max_len=20"),
+    ],
+)
+def test_module_refuses_bad_start(start, error, message):
+    with pytest.raises(error, match=message):
+        PositionalEncoding(16, max_len=20)(torch.zeros(1, 4, 16), start=start)

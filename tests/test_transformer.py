@@ -77,6 +77,15 @@ def test_embedding_initialisation():
     assert abs(std - 512**-0.5) < 0.02 * 512**-0.5
 
 
+def test_embed_from_a_start_position_equals_the_slice():
+    model = small_model().eval()
+    tokens = torch.randint(3, 50, (2, 7))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model.embed(tokens[:, 4:], start=4), model.embed(tokens)[:, 4:]
+        )
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_equal_to_torch_transformer(norm_first):
     model = small_model(dataclasses.replace(SMALL, norm_first=norm_first))

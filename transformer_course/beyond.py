@@ -3,7 +3,8 @@
 # %% auto #0
 __all__ = ['CPU_KERNEL_READS_SHARED_HEADS', 'explicit_attention', 'saved_tensor_bytes', 'online_softmax_attention',
            'time_forward_backward', 'rope', 'repeat_kv', 'query_heads', 'key_value_heads', 'reads_shared_heads',
-           'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'BeyondConfig', 'grouped_query_transformer']
+           'attend', 'GroupedQueryAttention', 'pool_key_value_heads', 'RotatedPositions', 'BeyondConfig',
+           'grouped_query_transformer']
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-005
 import dataclasses
@@ -311,6 +312,14 @@ from transformer_course.transformer import (
 )
 
 
+class RotatedPositions(nn.Dropout):
+    """embed()'s positions step when RoPE is on: the positions rotate the
+    queries and keys inside attention, so here only dropout (start unused)."""
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        return super().forward(x)
+
+
 @dataclasses.dataclass(frozen=True)
 class BeyondConfig(TransformerConfig):
     """Chapter 6's configuration and this chapter's two options; their
@@ -354,7 +363,7 @@ class BeyondConfig(TransformerConfig):
 
     def positions(self) -> nn.Module:
         if self.rope:  # the positions rotate q and k: only the dropout here
-            return nn.Dropout(self.dropout)
+            return RotatedPositions(self.dropout)
         return super().positions()
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-047

@@ -7,16 +7,19 @@ __all__ = ['DecoderCache', 'kv_cache_bytes']
 import torch
 
 from .beyond import attend, key_value_heads, query_heads
+from .decoding import check_rows_stay
 
 
 class DecoderCache:
-    """The decoder's keys and values for one batch of sentences.
+    """The decoder's keys and values for one batch of sentences, kept from
+    step to step (chapter 8's step interface). Make a new one for every batch.
 
-    Cross-attention K/V: computed from the memory once. Self-attention K/V:
-    appended for each new token. Make a new cache for every new batch.
+    Cross-attention K/V: computed once per source sentence and shared by its
+    beam_size hypotheses. Self-attention K/V: room for max_len positions in
+    every layer, allocated once; each step writes its new tokens' in place.
     """
 
-    def __init__(self, model, memory, src_mask):
+    def __init__(self, model, memory, src_mask, max_len, beam_size=1):
         if not hasattr(model, "decoder_layers"):
             raise TypeError(
                 "DecoderCache runs the decoder layer by layer: the model needs "
@@ -24,48 +27,66 @@ class DecoderCache:
                 "none"
             )
         self.model, self.length = model, 0
+        self.max_len, self.beam_size = max_len, beam_size
         self.src_mask = src_mask[:, None]  # (B, 1, T_src) -> (B, 1, 1, T_src)
         self.cross = [
             key_value_heads(layer.cross_attn, memory, memory)
             for layer in model.decoder_layers
-        ]  # per layer: (B, h_kv, T_src, d_k) twice
-        self.self_kv = [None] * len(model.decoder_layers)
+        ]  # per layer: (B, h_kv, T_src, d_k) twice, one row per sentence
+        self.rows = memory.size(0) * beam_size
+        self.self_kv = [
+            memory.new_empty(  # [0] keys, [1] values: (2, rows, h_kv, max_len, d_k)
+                2,
+                self.rows,
+                getattr(layer.self_attn, "n_kv_heads", layer.self_attn.n_heads),
+                max_len,
+                layer.self_attn.d_k,
+            )
+            for layer in model.decoder_layers
+        ]
 
     def _self_attention(self, i, attention, y, positions, mask):
-        q = query_heads(attention, y, positions)  # (B, h, n_new, d_k)
-        k, v = key_value_heads(attention, y, y, positions)  # (B, h_kv, ...)
-        if self.self_kv[i] is not None:  # append to the keys and values so far
-            k = torch.cat([self.self_kv[i][0], k], dim=2)
-            v = torch.cat([self.self_kv[i][1], v], dim=2)
-        self.self_kv[i] = (k, v)
-        return attend(attention, q, k, v, mask)
+        q = query_heads(attention, y, positions)  # (rows, h, n_new, d_k)
+        k, v = key_value_heads(attention, y, y, positions)  # (rows, h_kv, ...)
+        end = self.length + y.size(1)
+        kv = self.self_kv[i]
+        kv[0, :, :, self.length : end] = k  # in place: the past is not copied
+        kv[1, :, :, self.length : end] = v
+        return attend(attention, q, kv[0, :, :, :end], kv[1, :, :, :end], mask)
 
     def _cross_attention(self, i, attention, y):
-        q = query_heads(attention, y)  # no rotation: rope is off here
-        return attend(attention, q, *self.cross[i], self.src_mask)
+        q = query_heads(attention, y)  # (B k, h, n_new, d_k); rope is off here
+        k = self.beam_size
+        if k > 1:  # a sentence's k hypotheses: k * n_new queries of sentence b
+            rows, h, n_new, d_k = q.shape
+            q = q.view(rows // k, k, h, n_new, d_k).transpose(1, 2)
+            q = q.reshape(rows // k, h, k * n_new, d_k)
+        out = attend(attention, q, *self.cross[i], self.src_mask)
+        return out.reshape(y.shape)  # (B, k n_new, d) -> (B k, n_new, d)
 
     def next_token_log_probs(self, tokens):
-        """(B, t) prefixes, of which the cache holds the first self.length ->
-        (B, vocab_size) log-probabilities of the next token."""
-        n_new = tokens.size(1) - self.length
+        """(rows, t) prefixes, of which the cache holds the first self.length
+        -> (rows, vocab_size) log-probabilities of the next token."""
+        t, n_new = tokens.size(1), tokens.size(1) - self.length
         if n_new < 1:
             raise ValueError(
                 f"the cache holds {self.length} tokens, the prefix has "
-                f"{tokens.size(1)}: use a new DecoderCache for a new sentence"
+                f"{t}: use a new DecoderCache for a new sentence"
             )
-        x = self.model.embed(tokens)[:, self.length :]  # PE of true positions
-        positions = torch.arange(
-            self.length, tokens.size(1), device=tokens.device
-        )  # for RoPE
+        if t > self.max_len or tokens.size(0) != self.rows:
+            raise ValueError(
+                f"the cache has room for {self.rows} rows of max_len="
+                f"{self.max_len} tokens, got prefixes of {tuple(tokens.shape)}"
+            )
+        # only the new tokens, at their true positions
+        x = self.model.embed(tokens[:, self.length :], start=self.length)
+        positions = torch.arange(self.length, t, device=tokens.device)  # RoPE
         # new query j is token length + j: it sees keys 0 .. length + j (the
         # causal mask aligned to the bottom right, not is_causal's upper left)
         mask = None
         if n_new > 1:
             mask = torch.ones(
-                n_new,
-                self.length + n_new,
-                dtype=torch.bool,
-                device=tokens.device,
+                n_new, t, dtype=torch.bool, device=tokens.device
             ).tril(diagonal=self.length)
         for i, layer in enumerate(self.model.decoder_layers):
 
@@ -78,27 +99,24 @@ class DecoderCache:
             x = layer.residual1(x, self_attention)
             x = layer.residual2(x, cross_attention)
             x = layer.residual3(x, layer.feed_forward)
-        self.length = tokens.size(1)
+        self.length = t
         logits = self.model.output_proj(self.model.decoder_norm(x[:, -1]))
-        return logits.float().log_softmax(dim=-1)  # (B, vocab_size)
+        return logits.float().log_softmax(dim=-1)  # (rows, vocab_size)
 
     def reorder(self, rows: torch.Tensor) -> None:
-        """Keep the rows `rows` (beam search: the surviving hypotheses)."""
-        self.src_mask = self.src_mask.index_select(0, rows)
-        self.cross = [
-            (k.index_select(0, rows), v.index_select(0, rows))
-            for k, v in self.cross
-        ]
-        self.self_kv = [
-            None if kv is None else tuple(t.index_select(0, rows) for t in kv)
-            for kv in self.self_kv
-        ]
+        """Rows take the places `rows` (beam search: the surviving
+        hypotheses). Their self-attention keys and values move with them (the
+        filled part); the cross-attention ones belong to the sentence: they
+        stay."""
+        check_rows_stay(rows, self.beam_size)
+        for kv in self.self_kv:
+            kv[:, :, :, : self.length] = kv[:, rows, :, : self.length]
 
     @property
     def nbytes(self) -> int:
-        """Bytes of all the keys and values held."""
-        tensors = [t for kv in self.cross + self.self_kv if kv for t in kv]
-        return sum(t.nbytes for t in tensors)
+        """Bytes allocated for keys and values (self-attention: max_len)."""
+        cross = sum(t.nbytes for kv in self.cross for t in kv)
+        return cross + sum(kv.nbytes for kv in self.self_kv)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(

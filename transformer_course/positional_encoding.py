@@ -101,9 +101,16 @@ class PositionalEncoding(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x holds positions start .. start + T - 1 (start > 0: a decoder
+        that embeds only its new tokens, chapter 9's cache)."""
         max_len, d_model = self.pe.shape
         _check_input(x, max_len, d_model)
+        _check_int("start", start, 0)
         T = x.size(1)
+        if start + T > max_len:
+            raise ValueError(
+                f"positions {start} .. {start + T - 1} go past max_len={max_len}"
+            )
         # (B, T, d_model) + (T, d_model) -> (B, T, d_model)
-        return self.dropout(x + self.pe[:T].to(x.dtype))
+        return self.dropout(x + self.pe[start : start + T].to(x.dtype))

@@ -70,7 +70,8 @@ class TransformerConfig:
         return MultiHeadAttention(self.d_model, self.n_heads)
 
     def positions(self) -> nn.Module:
-        """What embed() applies to the scaled embeddings: sines, dropout."""
+        """What embed() applies to the scaled embeddings (x, start): sines,
+        dropout."""
         return PositionalEncoding(self.d_model, self.max_len, self.dropout)
 
 # %% ../book/06_transformer.ipynb #cell-018
@@ -267,10 +268,10 @@ class Transformer(nn.Module):
             elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
-    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        """(B, T) ids -> (B, T, d_model): scaled embedding + PE, dropout."""
+    def embed(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """(B, T) ids from position start -> (B, T, d_model): scaled + PE."""
         scale = math.sqrt(self.config.d_model)
-        return self.positional_encoding(self.embedding(tokens) * scale)
+        return self.positional_encoding(self.embedding(tokens) * scale, start)
 
     def encode(self, src: torch.Tensor):
         """(B, T_src) ids -> memory (B, T_src, d_model), mask (B, 1, T_src)."""
