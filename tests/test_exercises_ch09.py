@@ -14,6 +14,8 @@ from exercise_helpers import (
 
 from transformer_course.exercises import ch09
 from transformer_course.exercises.ch09 import (
+    _window_masks,
+    check_cached_window_mask,
     check_kv_cache_size,
     check_online_softmax_update,
     check_repeat_kv_heads,
@@ -448,11 +450,82 @@ def test_rope_half_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_rope_half, wrong_answer, hint)
 
 
+def _window_reference(n_new, length, window):
+    query = torch.arange(length, length + n_new)[:, None]
+    key = torch.arange(length + n_new)[None, :]
+    return (key <= query) & (key > query - window)
+
+
+def _window_by_tril(n_new, length, window):
+    ones = torch.ones(n_new, length + n_new, dtype=torch.bool)
+    return ones.tril(diagonal=length) & ~ones.tril(diagonal=length - window)
+
+
+def _window_by_loop(n_new, length, window):
+    mask = torch.zeros(n_new, length + n_new, dtype=torch.bool)
+    for j in range(n_new):
+        p = length + j
+        mask[j, max(0, p - window + 1) : p + 1] = True
+    return mask
+
+
+def _window_wrong(name):
+    return lambda *args: _window_masks(*args)[name]
+
+
+@pytest.mark.parametrize(
+    ("wrong_answer", "hint"),
+    [
+        (_window_wrong("upper left"), "align the mask to the bottom right"),
+        (_window_wrong("window + 1"), "not >="),
+        (_window_wrong("no causal"), "must not see the tokens after it"),
+        (_window_wrong("no window"), "causal mask alone"),
+        (_window_wrong("one window"), "the window moves with each new token"),
+        (lambda *a: _window_reference(*a).float(), "return booleans"),
+        (lambda *a: _window_reference(*a).int(), "return booleans"),
+        (lambda *a: _window_reference(*a).tolist(), "keep the result"),
+        (lambda *a: _window_reference(*a)[:, 1:], "cached and new"),
+        (lambda *a: ~_window_reference(*a), None),
+        (
+            lambda n, L, w: _window_reference(n, L, w)[-1:].expand(n, -1),
+            None,
+        ),
+    ],
+    ids=[
+        "upper-left",
+        "window-plus-one",
+        "no-causal",
+        "no-window",
+        "one-window",
+        "float",
+        "int",
+        "list",
+        "cached-keys-only",
+        "inverted",
+        "last-row-everywhere",
+    ],
+)
+def test_cached_window_mask_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_cached_window_mask, wrong_answer, hint)
+
+
+def test_window_mistakes_differ_from_the_right_mask_in_every_case():
+    # each wrong mask must be caught by at least one of the checker's cases
+    for name in ("upper left", "window + 1", "no causal", "no window"):
+        assert any(
+            not torch.equal(
+                _window_masks(*args)[name], _window_masks(*args)["right"]
+            )
+            for args in [(1, 7, 3), (4, 5, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)]
+        ), name
+
+
 ACCEPTED = [
     (check_online_softmax_update, _update),
     (check_kv_cache_size, _cache),
     (check_repeat_kv_heads, lambda x, n: x.repeat_interleave(n, dim=1)),
     (check_rope_half, _rope_half),
+    (check_cached_window_mask, _window_reference),
 ]
 
 OTHER_RIGHT_ANSWERS = [
@@ -479,6 +552,8 @@ OTHER_RIGHT_ANSWERS = [
     (check_rope_half, _rope_complex),
     (check_rope_half, _rope_rotate_half),
     (check_rope_half, _rope_by_permutation),
+    (check_cached_window_mask, _window_by_tril),
+    (check_cached_window_mask, _window_by_loop),
 ]
 
 

@@ -72,6 +72,7 @@ from transformer_course.exercises.ch09 import (
     check_kv_cache_size,
     check_online_softmax_update,
     check_repeat_kv_heads,
+    check_cached_window_mask,
     check_rope_half,
 )
 
@@ -115,5 +116,6 @@ __all__ = [
     "check_online_softmax_update",
     "check_kv_cache_size",
     "check_repeat_kv_heads",
+    "check_cached_window_mask",
     "check_rope_half",
 ]

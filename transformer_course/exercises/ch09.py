@@ -26,6 +26,7 @@ __all__ = [
     "check_kv_cache_size",
     "check_repeat_kv_heads",
     "check_rope_half",
+    "check_cached_window_mask",
 ]
 
 
@@ -633,3 +634,113 @@ def check_rope_half(rope_half: Callable) -> None:
             _expect_close(name, shown, got, expected, mistakes)
 
     _verdict(name, "rotates dimension i with dimension i + d/2.", run_cases)
+
+
+# ------------------------------------------------------- sliding-window mask
+
+
+def _window_masks(n_new: int, length: int, window: int) -> dict:
+    """The right mask and the wrong ones learners write, by name: (n_new,
+    length + n_new) booleans, True = may attend."""
+    import torch
+
+    key = torch.arange(length + n_new)[None, :]
+    query = torch.arange(length, length + n_new)[:, None]  # true positions
+    j = torch.arange(n_new)[:, None]  # positions among the new tokens only
+    causal = key <= query
+    return {
+        "right": causal & (key > query - window),
+        "upper left": (key <= j) & (key > j - window),
+        "window + 1": causal & (key >= query - window),
+        "no causal": key > query - window,
+        "no window": causal,
+        "one window": causal & (key > length + n_new - 1 - window),
+    }
+
+
+_WINDOW_HINTS = {
+    "upper left": "new token j is token length + j: align the mask to the "
+    "bottom right (the keys it sees end at position length + j), as "
+    "DecoderCache's tril(diagonal=length) does.",
+    "window + 1": "that lets each token see window + 1 keys: the window "
+    "counts the token itself, so key > query - window, not >=.",
+    "no causal": "a token must not see the tokens after it: key <= query, "
+    "as well as the window.",
+    "no window": "that is the causal mask alone: a key more than window - 1 "
+    "positions back is out of the window.",
+    "one window": "the window moves with each new token: each one sees the "
+    "window keys ending at its own position, not those ending at the last.",
+}
+
+
+def check_cached_window_mask(cached_window_mask: Callable) -> None:
+    """Check `cached_window_mask(n_new, length, window)` -> (n_new, length +
+    n_new) bool tensor: new token j (position length + j) may attend to the
+    keys at positions length + j - window + 1 .. length + j."""
+    import torch
+
+    name = "cached_window_mask"
+
+    def run_cases() -> None:
+        for args in [(1, 7, 3), (4, 5, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)]:
+            n_new, length, window = args
+            got = _call(cached_window_mask, name, *args)
+            masks = _window_masks(*args)
+            expected = masks["right"]
+            shown = [
+                _Label(f"n_new={n_new}, length={length}, window={window}")
+            ]
+            _expect_kind(
+                name,
+                shown,
+                got,
+                f"a bool tensor of shape {tuple(expected.shape)}",
+                "keep the result a torch.Tensor: no .tolist(), .numpy() or "
+                "NumPy functions on the way.",
+                accept=torch.Tensor,
+            )
+            if got.shape != expected.shape:
+                _fail(
+                    name,
+                    f"returned a tensor of shape {tuple(got.shape)}; expected "
+                    f"{tuple(expected.shape)}: one row per new token, one "
+                    "column per key, cached and new.",
+                    shown,
+                )
+            if got.dtype != torch.bool:
+                _fail(
+                    name,
+                    f"returned a {got.dtype} tensor; expected torch.bool.",
+                    shown,
+                    "F.scaled_dot_product_attention adds a float mask to the "
+                    "scores instead of reading it as allowed/not allowed: "
+                    "return booleans, True = may attend.",
+                )
+            if torch.equal(got, expected):
+                continue
+            hint = next(
+                (
+                    _WINDOW_HINTS[wrong]
+                    for wrong, mask in masks.items()
+                    if wrong != "right" and torch.equal(got, mask)
+                ),
+                None,
+            )
+            row = next(
+                i for i in range(n_new) if not torch.equal(got[i], expected[i])
+            )
+            seen = got[row].nonzero().flatten().tolist()
+            right = expected[row].nonzero().flatten().tolist()
+            _fail(
+                name,
+                f"new token {row} (position {length + row}) may attend to "
+                f"keys {seen}; expected {right}.",
+                shown,
+                hint,
+            )
+
+    _verdict(
+        name,
+        "lets each new token see itself and the window - 1 tokens before it.",
+        run_cases,
+    )
