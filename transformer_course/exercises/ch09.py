@@ -687,9 +687,7 @@ def check_cached_window_mask(cached_window_mask: Callable) -> None:
             got = _call(cached_window_mask, name, *args)
             masks = _window_masks(*args)
             expected = masks["right"]
-            shown = [
-                _Label(f"n_new={n_new}, length={length}, window={window}")
-            ]
+            shown = [_Label(f"n_new={n_new}, length={length}, window={window}")]
             _expect_kind(
                 name,
                 shown,
