@@ -1,21 +1,25 @@
 """Fused attention (F.scaled_dot_product_attention) against the explicit softmax.
 
     python benchmarks/fused_attention.py [--lengths 128 256 512 1024 2048]
-        [--repeats 5] [--threads 1] [--write benchmarks/results]
+        [--repeats 7] [--threads 1] [--write benchmarks/results]
 
 Causal self-attention on (B, h, T, d_k) = (4, 8, T, 32), one forward and one
-backward pass, the fastest of --repeats calls (times from one run; compare the
-ratios, not the milliseconds). Memory: on the CPU, the bytes autograd keeps
+backward pass: the median of --repeats calls after one untimed call, with the
+fastest and the slowest (times from one run; compare the ratios, not the
+milliseconds). Memory: on the CPU, the bytes autograd keeps
 for the backward pass (deterministic); on a CUDA GPU, the peak of allocated
 memory during the call above what the inputs take. Runs on the CPU, and on the
 GPU too when PyTorch finds one, in float32 and there also float16 and
 bfloat16, with the kernels each dtype can use (torch.nn.attention.sdpa_kernel).
---write DIR writes a Markdown table to DIR/fused_attention_<device>.md.
+--write DIR writes a Markdown table of the medians to
+DIR/fused_attention_<device>.md and every timing to fused_attention_<device>.json.
 """
 
 import argparse
 import datetime
+import json
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -53,7 +57,7 @@ def _sync(device):
 
 
 def measure(fn, T, device, dtype, repeats):
-    """(seconds, memory in bytes) of fn(q, k, v).sum().backward()."""
+    """(seconds of each call, memory in bytes) of fn(q, k, v).sum().backward()."""
     g = torch.Generator(device=device).manual_seed(0)
     q, k, v = (
         torch.randn(
@@ -62,13 +66,13 @@ def measure(fn, T, device, dtype, repeats):
         for _ in range(3)
     )
     fn(q, k, v).sum().backward()  # warm-up
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         _sync(device)
         start = time.perf_counter()
         fn(q, k, v).sum().backward()
         _sync(device)
-        best = min(best, time.perf_counter() - start)
+        times.append(time.perf_counter() - start)
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
@@ -77,7 +81,7 @@ def measure(fn, T, device, dtype, repeats):
         memory = torch.cuda.max_memory_allocated() - base
     else:
         memory = saved_tensor_bytes(fn, q, k, v)
-    return best, memory
+    return times, memory
 
 
 def kernels(device, dtype):
@@ -102,7 +106,7 @@ def kernels(device, dtype):
 
 
 def run(device, dtypes, lengths, repeats):
-    lines = []
+    lines, rows = [], []
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
         lines.append(
@@ -114,14 +118,25 @@ def run(device, dtypes, lengths, repeats):
         )
         lines.append("|---:|---:|---:|---:|---:|---:|---:|")
         for T in lengths:
-            t_e, m_e = measure(explicit, T, device, dtype, repeats)
-            t_f, m_f = measure(fused, T, device, dtype, repeats)
+            times_e, m_e = measure(explicit, T, device, dtype, repeats)
+            times_f, m_f = measure(fused, T, device, dtype, repeats)
+            t_e, t_f = statistics.median(times_e), statistics.median(times_f)
+            rows.append(
+                {
+                    "dtype": name,
+                    "T": T,
+                    "explicit_s": times_e,
+                    "fused_s": times_f,
+                    "explicit_bytes": m_e,
+                    "fused_bytes": m_f,
+                }
+            )
             lines.append(
                 f"| {T} | {t_e * 1e3:.2f} | {t_f * 1e3:.2f} | {t_e / t_f:.1f} "
                 f"| {m_e / 2**20:.1f} | {m_f / 2**20:.2f} | {m_e / m_f:.1f} |"
             )
             print(lines[-1], flush=True)
-    return lines
+    return lines, rows
 
 
 def main() -> None:
@@ -129,7 +144,7 @@ def main() -> None:
     parser.add_argument(
         "--lengths", type=int, nargs="+", default=[128, 256, 512, 1024, 2048]
     )
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--write", type=Path, default=None)
     parser.add_argument("--no-cpu", action="store_true", help="GPU only")
@@ -152,17 +167,28 @@ def main() -> None:
             f"{datetime.date.today()}",
             "",
             f"Causal, (B, h, T, d_k) = ({B}, {H}, T, {D_K}), forward + backward,"
-            f" fastest of {args.repeats}; memory: {memory}; "
+            f" median of {args.repeats} (every call in the .json); memory: "
+            f"{memory}; "
             f"torch {torch.__version__}. Ratios: explicit / fused.",
         ]
         print("\n".join(header), flush=True)
-        lines = header + run(device, dtypes, args.lengths, args.repeats)
+        table, rows = run(device, dtypes, args.lengths, args.repeats)
+        lines = header + table
         if args.write:
             args.write.mkdir(parents=True, exist_ok=True)
             kind = "cuda" if device == "cuda" else "cpu"
             path = args.write / f"fused_attention_{kind}.md"
             path.write_text("\n".join(lines) + "\n")
-            print(f"written to {path}")
+            document = {
+                "script": "benchmarks/fused_attention.py",
+                "date": datetime.date.today().isoformat(),
+                "device": label,
+                "torch": torch.__version__,
+                "repeats": args.repeats,
+                "rows": rows,
+            }
+            path.with_suffix(".json").write_text(json.dumps(document, indent=1))
+            print(f"written to {path} and its .json")
 
 
 if __name__ == "__main__":

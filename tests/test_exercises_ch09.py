@@ -1,6 +1,5 @@
 """Chapter 9's exercise checkers accept the reference and reject the known wrong answers."""
 
-import functools
 import math
 
 import numpy as np
@@ -17,214 +16,73 @@ from transformer_course.exercises.ch09 import (
     _window_masks,
     check_cached_window_mask,
     check_kv_cache_size,
-    check_online_softmax_update,
+    check_merge_partials,
     check_repeat_kv_heads,
     check_rope_half,
 )
 
 
-def _update(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
-    )
+def _merge(first, second):
+    m = np.maximum(first[0], second[0])
+    r1, r2 = np.exp(first[0] - m), np.exp(second[0] - m)
+    return m, first[1] * r1 + second[1] * r2, first[2] * r1 + second[2] * r2
 
 
-def _update_float32(m, ell, a, s, v_block):
-    return tuple(
-        x.astype(np.float32)
-        for x in _update(*(np.float32(y) for y in (m, ell, a, s, v_block)))
-    )
+def _merge_with_where(first, second):
+    (m1, ell1, a1), (m2, ell2, a2) = first, second
+    m = np.where(m1 > m2, m1, m2)
+    w1, w2 = np.exp(m1 - m), np.exp(m2 - m)
+    return m, w1 * ell1 + w2 * ell2, w1 * a1 + w2 * a2
 
 
-def _quiet(update):
-    """The learner's update with NumPy's overflow and NaN warnings off (the
-    tests turn warnings into errors)."""
-
-    @functools.wraps(update)
-    def quiet_update(*args):
-        with np.errstate(all="ignore"):
-            return update(*args)
-
-    return quiet_update
+def _merge_float32(first, second):
+    return tuple(x.astype(np.float32) for x in _merge(first, second))
 
 
-def _update_no_max(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True))  # tracked, never used
-    p = np.exp(s)
-    return m_new, ell + p.sum(-1, keepdims=True), a + p @ v_block
-
-
-def _update_keeps_m(m, ell, a, s, v_block):
-    return (m, *_update(m, ell, a, s, v_block)[1:])
-
-
-def _update_ell_not_rescaled(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return m_new, ell + p.sum(-1, keepdims=True), a * rescale + p @ v_block
-
-
-def _update_rescale_inverted(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m_new - m)  # inf at the first block, where m = -inf
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
-    )
-
-
-def _update_p_from_old_max(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True))
-    p = np.exp(s - m)
-    rescale = np.exp(m - m_new)
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
-    )
-
-
-def _update_max_into_m(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True), out=m)  # m is m_new now
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)  # always 1
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
-    )
-
-
-def _update_sum_without_keepdims(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return m_new, ell * rescale + p.sum(-1), a * rescale + p @ v_block
-
-
-def _update_block_max_then_shift(m, ell, a, s, v_block):
-    """Right: the block's exponentials relative to its own maximum, then
-    moved to the running one."""
-    block_max = s.max(-1, keepdims=True)
-    m_new = np.maximum(m, block_max)
-    p = np.exp(s - block_max)
-    old, new = np.exp(m - m_new), np.exp(block_max - m_new)
-    return (
-        m_new,
-        ell * old + p.sum(-1, keepdims=True) * new,
-        a * old + (p @ v_block) * new,
-    )
-
-
-def _update_torch(m, ell, a, s, v_block):
-    m, ell, a, s, v_block = map(torch.as_tensor, (m, ell, a, s, v_block))
-    m_new = torch.maximum(m, s.amax(-1, keepdim=True))
-    p, rescale = (s - m_new).exp(), (m - m_new).exp()
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdim=True),
-        a * rescale + p @ v_block,
-    )
-
-
-def _update_into_m_after_saving_it(m, ell, a, s, v_block):
-    """Right: writes into its inputs, but after saving the old maximum."""
-    old_m = m.copy()
-    m_new = np.maximum(m, s.max(-1, keepdims=True), out=m)
-    p, rescale = np.exp(s - m_new), np.exp(old_m - m_new)
-    ell *= rescale
-    ell += p.sum(-1, keepdims=True)
-    a *= rescale
-    a += p @ v_block
-    return m_new, ell, a
+def _merge_in_place(first, second):
+    m = np.maximum(first[0], second[0], out=first[0])  # m1 overwritten
+    return _merge((m, *first[1:]), second)
 
 
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
+        (ch09._merge_no_rescale, "relative to its own maximum"),
+        (ch09._merge_inverted, "at most 1"),
+        (ch09._merge_first_max, "the second\npart may hold the larger"),
+        (ch09._merge_min, "smaller one, exp(m_i - m) overflows"),
+        (lambda f, s: _merge(f, s)[2] / _merge(f, s)[1], "not the output"),
+        (lambda f, s: _merge(f, s)[::-1], None),
+        (lambda f, s: _merge(f, s)[:2], None),
+        (lambda f, s: None, None),
         (
-            lambda m, ell, a, s, v: (
-                np.maximum(m, s.max(-1, keepdims=True)),
-                ell * np.exp(m - np.maximum(m, s.max(-1, keepdims=True)))
-                + np.exp(s - np.maximum(m, s.max(-1, keepdims=True))).sum(
-                    -1, keepdims=True
-                ),
-                a + np.exp(s - np.maximum(m, s.max(-1, keepdims=True))) @ v,
-            ),
-            "multiply the old a",
+            lambda f, s: tuple(x.ravel() for x in _merge(f, s)),
+            "keepdims=True",
         ),
+        (_merge_in_place, "changed a part it was given in place"),
+        (lambda f, s: (max(f[0], s[0]), f[1] + s[1], f[2] + s[2]), None),
         (
-            lambda m, ell, a, s, v: (
-                np.maximum(m, s.max(-1, keepdims=True)),
-                ell
-                + np.exp(s - np.maximum(m, s.max(-1, keepdims=True))).sum(
-                    -1, keepdims=True
-                ),
-                a + np.exp(s - np.maximum(m, s.max(-1, keepdims=True))) @ v,
-            ),
-            "old maximum",
-        ),
-        (
-            lambda m, ell, a, s, v: (
-                s.max(-1, keepdims=True),
-                ell * np.exp(m - s.max(-1, keepdims=True))
-                + np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True),
-                a * np.exp(m - s.max(-1, keepdims=True))
-                + np.exp(s - s.max(-1, keepdims=True)) @ v,
-            ),
-            "everything seen so far",
-        ),
-        (lambda m, ell, a, s, v: [m, ell], "tuple (m_new, ell_new, a_new)"),
-        (lambda m, ell, a, s, v: None, "forget `return`"),
-        (_update_no_max, "relative to the running maximum"),
-        (_update_keeps_m, "return m_new, not the old m"),
-        (_update_ell_not_rescaled, "multiply the old ell"),
-        (_update_rescale_inverted, "NaN everywhere"),
-        (_update_p_from_old_max, "NaN everywhere"),
-        (_update_max_into_m, "wrote into m"),
-        (_update_sum_without_keepdims, "keepdims=True"),
-        (lambda m, ell, a, s, v: _update(m, ell, a, s, v)[::2] + (ell,), None),
-        (
-            lambda m, ell, a, s, v: (lambda m_, l_, a_: (m_, a_, l_))(
-                *_update(m, ell, a, s, v)
-            ),
-            "in the order (m_new, ell_new, a_new)",
-        ),
-        (
-            lambda m, ell, a, s, v: (lambda m_, l_, a_: a_ / l_)(
-                *_update(m, ell, a, s, v)
-            ),
-            "of shape (3, 4)",
+            lambda f, s: (_merge(f, s)[0], f[1] + s[1], _merge(f, s)[2]),
+            None,
         ),
     ],
     ids=[
-        "a-not-rescaled",
-        "nothing-rescaled",
-        "block-max",
+        "no-rescale",
+        "inverted",
+        "first-max",
+        "min",
+        "output",
+        "reversed",
         "two-items",
         "none",
-        "no-max-subtracted",
-        "old-m-returned",
+        "flat",
+        "in-place",
+        "python-max",
         "ell-not-rescaled",
-        "rescale-inverted",
-        "p-from-old-max",
-        "max-written-into-m",
-        "sum-without-keepdims",
-        "old-ell-returned",
-        "order-m-a-ell",
-        "a-over-ell-only",
     ],
 )
-def test_online_softmax_update_rejects_known_mistakes(wrong_answer, hint):
-    assert_rejected(check_online_softmax_update, _quiet(wrong_answer), hint)
+def test_merge_partials_rejects_known_mistakes(wrong_answer, hint):
+    assert_rejected(check_merge_partials, wrong_answer, hint)
 
 
 def _cache(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
@@ -521,7 +379,7 @@ def test_window_mistakes_differ_from_the_right_mask_in_every_case():
 
 
 ACCEPTED = [
-    (check_online_softmax_update, _update),
+    (check_merge_partials, _merge),
     (check_kv_cache_size, _cache),
     (check_repeat_kv_heads, lambda x, n: x.repeat_interleave(n, dim=1)),
     (check_rope_half, _rope_half),
@@ -529,10 +387,8 @@ ACCEPTED = [
 ]
 
 OTHER_RIGHT_ANSWERS = [
-    (check_online_softmax_update, _update_float32),
-    (check_online_softmax_update, _update_block_max_then_shift),
-    (check_online_softmax_update, _update_torch),
-    (check_online_softmax_update, _update_into_m_after_saving_it),
+    (check_merge_partials, _merge_with_where),
+    (check_merge_partials, _merge_float32),
     (check_kv_cache_size, lambda *a: float(_cache(*a))),
     (check_kv_cache_size, lambda *a: np.int64(_cache(*a))),
     (

@@ -70,7 +70,7 @@ from transformer_course.exercises.ch08 import (
 )
 from transformer_course.exercises.ch09 import (
     check_kv_cache_size,
-    check_online_softmax_update,
+    check_merge_partials,
     check_repeat_kv_heads,
     check_cached_window_mask,
     check_rope_half,
@@ -113,7 +113,7 @@ __all__ = [
     "check_clipped_matches_multi",
     "check_brevity_penalty_multi",
     "check_beam_step",
-    "check_online_softmax_update",
+    "check_merge_partials",
     "check_kv_cache_size",
     "check_repeat_kv_heads",
     "check_cached_window_mask",

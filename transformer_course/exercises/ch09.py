@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -22,7 +23,7 @@ from transformer_course.exercises._core import (
 )
 
 __all__ = [
-    "check_online_softmax_update",
+    "check_merge_partials",
     "check_kv_cache_size",
     "check_repeat_kv_heads",
     "check_rope_half",
@@ -30,67 +31,122 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------ online softmax
+# ------------------------------------------------ merging partial softmaxes
 
 
-def _update_reference(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
+def _partial(q, k, v):
+    """(m, ell, a) of q's attention over the keys k and values v alone: the
+    state online_softmax_attention keeps after its last block."""
+    s = q @ k.T / math.sqrt(q.shape[1])
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    return m, p.sum(axis=-1, keepdims=True), p @ v
+
+
+def _merge_with(first, second, m, r1, r2):
+    (_, ell1, a1), (_, ell2, a2) = first, second
+    return m, ell1 * r1 + ell2 * r2, a1 * r1 + a2 * r2
+
+
+def _merge_reference(first, second):
+    m = np.maximum(first[0], second[0])
+    return _merge_with(
+        first, second, m, np.exp(first[0] - m), np.exp(second[0] - m)
     )
 
 
-def _update_no_rescale_a(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return m_new, ell * rescale + p.sum(-1, keepdims=True), a + p @ v_block
+def _merge_no_rescale(first, second):
+    return _merge_with(first, second, np.maximum(first[0], second[0]), 1, 1)
 
 
-def _update_no_rescale_ell(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return m_new, ell + p.sum(-1, keepdims=True), a * rescale + p @ v_block
-
-
-def _update_no_rescale(m, ell, a, s, v_block):
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s - m_new)
-    return m_new, ell + p.sum(-1, keepdims=True), a + p @ v_block
-
-
-def _update_block_max(m, ell, a, s, v_block):
-    m_new = s.max(axis=-1, keepdims=True)
-    p = np.exp(s - m_new)
-    rescale = np.exp(m - m_new)
-    return (
-        m_new,
-        ell * rescale + p.sum(-1, keepdims=True),
-        a * rescale + p @ v_block,
+def _merge_inverted(first, second):
+    m = np.maximum(first[0], second[0])
+    return _merge_with(
+        first, second, m, np.exp(m - first[0]), np.exp(m - second[0])
     )
 
 
-def _update_keep_m(m, ell, a, s, v_block):
-    return (m, *_update_reference(m, ell, a, s, v_block)[1:])
+def _merge_first_max(first, second):
+    m = first[0]
+    return _merge_with(first, second, m, 1, np.exp(second[0] - m))
 
 
-def _update_no_max(m, ell, a, s, v_block):
-    """The maximum tracked but never subtracted: exp(s) overflows."""
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    p = np.exp(s)
-    return m_new, ell + p.sum(-1, keepdims=True), a + p @ v_block
+def _merge_min(first, second):
+    m = np.minimum(first[0], second[0])
+    return _merge_with(
+        first, second, m, np.exp(first[0] - m), np.exp(second[0] - m)
+    )
 
 
-_NO_MAX_HINT = (
-    "ell_new and a_new must be sums of exp(s - m_new), relative to the running "
-    "maximum: p = np.exp(s - m_new). Without the maximum, exp overflows to inf "
-    "for large scores."
-)
+_MERGE_MISTAKES = [
+    (
+        _merge_no_rescale,
+        "each part's ell and a are sums relative to its own maximum m_i: "
+        "multiply them by exp(m_i - m) before adding them.",
+    ),
+    (
+        _merge_inverted,
+        "the factor is exp(m_i - m), at most 1, since m is the larger "
+        "maximum; exp(m - m_i) grows instead, and overflows.",
+    ),
+    (
+        _merge_first_max,
+        "m must be the larger of the two maxima, np.maximum(m1, m2): the "
+        "second part may hold the larger scores.",
+    ),
+    (
+        _merge_min,
+        "m must be the larger of the two maxima, np.maximum(m1, m2): with "
+        "the smaller one, exp(m_i - m) overflows when the scores are large.",
+    ),
+]
+
+
+def _merge_states(name, result, shapes, shown) -> list[np.ndarray]:
+    """The learner's (m, ell, a) as float arrays of the input's shapes, or an
+    ExerciseError that says what is wrong."""
+    if not isinstance(result, tuple | list) or len(result) != 3:
+        hint = None
+        if hasattr(result, "shape") and tuple(result.shape) == shapes[2]:
+            hint = (
+                "return the state (m, ell, a), not the output a / ell: "
+                "another part may still come."
+            )
+        _fail(
+            name,
+            "should return the tuple (m, ell, a), got "
+            + _describe_result(result),
+            shown,
+            hint,
+        )
+    try:
+        states = [np.asarray(r) for r in result]
+        # float32 stays float32: _expect_close's tolerance follows the dtype
+        states = [
+            state if state.dtype.kind == "f" else state.astype(np.float64)
+            for state in states
+        ]
+    except (TypeError, ValueError) as error:
+        _fail(
+            name,
+            "should return three arrays (m, ell, a) of numbers",
+            shown,
+            details=[f"NumPy could not read them as arrays: {error}"],
+        )
+    got = [state.shape for state in states]
+    if got != list(shapes):
+        which = next(i for i in range(3) if got[i] != shapes[i])
+        _fail(
+            name,
+            f"returned {('m', 'ell', 'a')[which]} of shape {got[which]}, "
+            f"expected {shapes[which]}, the shape of the parts' "
+            f"{('m', 'ell', 'a')[which]}.",
+            shown,
+            "m and ell keep one column per query (keepdims=True)."
+            if which < 2
+            else None,
+        )
+    return states
 
 
 def _describe_result(result) -> str:
@@ -103,208 +159,80 @@ def _describe_result(result) -> str:
     return f"a {type(result).__name__}"
 
 
-def _check_states(name, result, args) -> list[np.ndarray]:
-    """The learner's (m_new, ell_new, a_new) as float arrays (float32 kept),
-    each of the shape of its input, or an ExerciseError that says what is
-    wrong."""
-    shown = [
-        _Label(
-            "m, ell, a, s, v_block of shapes "
-            + ", ".join(str(tuple(arg.shape)) for arg in args)
-        )
-    ]
-    if not isinstance(result, tuple | list) or len(result) != 3:
-        _fail(
-            name,
-            "should return the tuple (m_new, ell_new, a_new), got "
-            + _describe_result(result),
-            shown,
-        )
-    try:
-        states = [np.asarray(r) for r in result]
-        # float32 stays float32: _expect_close's tolerance follows the dtype
-        states = [
-            state if state.dtype.kind == "f" else state.astype(np.float64)
-            for state in states
-        ]
-    except (TypeError, ValueError) as error:
-        _fail(
-            name,
-            "should return three arrays (m_new, ell_new, a_new) of numbers",
-            shown,
-            details=[f"NumPy could not read them as arrays: {error}"],
-        )
-    wanted = [arg.shape for arg in args[:3]]
-    got = [state.shape for state in states]
-    if got != wanted:
-        which = next(i for i in range(3) if got[i] != wanted[i])
-        hint = None
-        if sorted(got) == sorted(wanted):
-            hint = "return them in the order (m_new, ell_new, a_new)."
-        elif which < 2:
-            hint = (
-                "m_new and ell_new keep one column per query: reduce with "
-                "keepdims=True (s.max(axis=-1, keepdims=True), ...)."
-            )
-        _fail(
-            name,
-            f"returned {('m_new', 'ell_new', 'a_new')[which]} of shape "
-            f"{got[which]}, expected {wanted[which]} (the shape of "
-            f"{('m', 'ell', 'a')[which]}).",
-            shown,
-            hint,
-        )
-    return states
-
-
-def _run_blocks(update, q, k, v, block, name=None):
-    """Attention over key blocks with `update`; the learner's through _call.
-
-    Returns the final (m, ell, a) and whether `update` wrote into the m it
-    was given.
-    """
-    m = np.full((q.shape[0], 1), -np.inf)
-    ell, a = np.zeros((q.shape[0], 1)), np.zeros((q.shape[0], v.shape[1]))
-    m_overwritten = False
-    for start in range(0, k.shape[0], block):
-        s = q @ k[start : start + block].T / math.sqrt(q.shape[1])
-        args = tuple(
-            np.array(arg) for arg in (m, ell, a, s, v[start : start + block])
-        )
-        if name is None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                m, ell, a = update(*args)
-            continue
-        result = _call(update, name, *args)
-        m_overwritten |= not np.array_equal(args[0], m)
-        m, ell, a = _check_states(name, result, args)
-    return m, ell, a, m_overwritten
-
-
-def _ratio(a, ell):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return a / ell
-
-
-def check_online_softmax_update(update: Callable) -> None:
-    """Check `update(m, ell, a, s, v_block) -> (m_new, ell_new, a_new)`."""
-    name = "online_softmax_update"
+def check_merge_partials(merge_partials: Callable) -> None:
+    """Check `merge_partials(first, second) -> (m, ell, a)`: the softmax
+    state of two parts of the keys, each (m, ell, a), as one."""
+    name = "merge_partials"
 
     def run_cases() -> None:
         rng = _rng(9)
-        for T_q, T_k, d, block, scale in [
-            (3, 6, 4, 2, 1.0),
-            (2, 7, 3, 3, 1.0),
-            (2, 5, 3, 2, 500.0),
+        for T_q, T_k, d, cuts, scale in [
+            (3, 8, 4, (3,), 1.0),
+            (2, 9, 3, (2, 7), 1.0),
+            (2, 6, 3, (4,), 300.0),
         ]:
             q, k, v = (rng.normal(size=(n, d)) for n in (T_q, T_k, T_k))
-            k[-1] *= 30  # the last block raises the maximum: rescaling matters
+            k[-1] *= 30  # the last part holds the largest score
             q *= scale
+            edges = [0, *cuts, T_k]
+            parts = [
+                _partial(q, k[a:b], v[a:b])
+                for a, b in itertools.pairwise(edges)
+            ]
             shown = [
                 _Label(
-                    f"{T_q} queries and {T_k} keys of width {d}, "
-                    f"blocks of {block} keys; the last key is large"
+                    f"{T_q} queries, {T_k} keys of width {d} in parts "
+                    + ", ".join(
+                        f"{a}-{b - 1}" for a, b in itertools.pairwise(edges)
+                    )
+                    + "; the last key is large"
                     + ("; scores in the thousands" if scale > 1 else "")
                 )
             ]
-            got_m, got_ell, got_a, m_overwritten = _run_blocks(
-                update, q, k, v, block, name
-            )
-            want_m, want_ell, want_a, _ = _run_blocks(
-                _update_reference, q, k, v, block
-            )
-            wrong = {
-                mistake: _run_blocks(mistake, q, k, v, block)
-                for mistake in (
-                    _update_no_rescale_a,
-                    _update_no_rescale_ell,
-                    _update_no_rescale,
-                    _update_keep_m,
-                    _update_no_max,
+            state = parts[0]
+            for part in parts[1:]:
+                given = [[np.array(x) for x in s] for s in (state, part)]
+                result = _call(merge_partials, name, *given)
+                _expect_unchanged(
+                    name,
+                    shown,
+                    [x for s in given for x in s],
+                    [x for s in (state, part) for x in s],
+                    "changed a part it was given in place; return new arrays "
+                    "and leave the parts as they were.",
+                    "m1 *= ..., a1 += ... and np.maximum(..., out=m1) write "
+                    "into the caller's arrays; compute new ones.",
                 )
-            }
-            mistakes = [
-                (_ratio(wrong[mistake][2], wrong[mistake][1]), hint)
-                for mistake, hint in [
-                    (
-                        _update_no_rescale_a,
-                        "a was added to without rescaling: multiply the old a "
-                        "by exp(m - m_new) too, like ell.",
-                    ),
-                    (
-                        _update_no_rescale_ell,
-                        "ell was added to without rescaling: multiply the old "
-                        "ell by exp(m - m_new) too, like a.",
-                    ),
-                    (
-                        _update_no_rescale,
-                        "the old ell and a were computed with the old maximum: "
-                        "multiply both by exp(m - m_new) before adding.",
-                    ),
-                    (
-                        _update_keep_m,
-                        "return m_new, not the old m: the next block must "
-                        "rescale from the new maximum.",
-                    ),
-                    (_update_no_max, _NO_MAX_HINT),
-                ]
-            ]
-            mistakes.append(
-                (
-                    np.full((T_q, d), np.nan),
-                    "NaN everywhere: at the first block m is -inf, so "
-                    "exp(m - m_new) is 0, as it should be, but exp(m_new - m) "
-                    "or exp(s - m) is inf (and inf * 0 is NaN). Take every "
-                    "exponent relative to m_new.",
+                got = _merge_states(
+                    name, result, tuple(x.shape for x in state), shown
                 )
-            )
-            if m_overwritten:  # np.maximum(m, ..., out=m): the rescale is 1
-                mistakes.insert(
-                    0,
-                    (
-                        _ratio(
-                            wrong[_update_no_rescale][2],
-                            wrong[_update_no_rescale][1],
-                        ),
-                        "your function wrote into m (out=m, m[...] = ...) "
-                        "before exp(m - m_new): the rescale became 1. Make "
-                        "m_new a new array.",
-                    ),
-                )
-            _expect_close(
-                name,
-                shown,
-                _ratio(got_a, got_ell),
-                _ratio(want_a, want_ell),
-                mistakes,
-                what="sums whose a / ell has",
-            )
-            _expect_close(
-                name,
-                shown,
-                got_m,
-                want_m,
-                [
-                    (
-                        _run_blocks(_update_block_max, q, k, v, block)[0],
-                        "m_new must be the maximum over everything seen so "
-                        "far, np.maximum(m, s.max(...)), not this block's.",
+                with np.errstate(over="ignore", invalid="ignore"):
+                    wrong = [
+                        (mistake(state, part), hint)
+                        for mistake, hint in _MERGE_MISTAKES
+                    ]
+                want = _merge_reference(state, part)
+                for i, what in enumerate(
+                    ("an m with", "an ell with", "an a with")
+                ):
+                    _expect_close(
+                        name,
+                        shown,
+                        got[i],
+                        want[i],
+                        [(w[i], hint) for w, hint in wrong],
+                        what=what,
                     )
-                ],
-                what="an m_new with",
-            )
-            # a / ell and m are right: ell (and with it a) can only be wrong
-            # by a factor, the sums taken relative to another maximum
-            _expect_close(
-                name,
-                shown,
-                got_ell,
-                want_ell,
-                [(got_ell, "a / ell is right, but " + _NO_MAX_HINT)],
-                what="an ell_new with",
-            )
+                state = want
+            # the merged state gives the attention over every key
+            scores = q @ k.T / math.sqrt(d)
+            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            attention = weights / weights.sum(axis=-1, keepdims=True) @ v
+            assert np.allclose(state[2] / state[1], attention)
 
-    _verdict(name, "rescales the old sums to the new maximum.", run_cases)
+    _verdict(
+        name, "rescales each part's sums to the larger maximum.", run_cases
+    )
 
 
 # ------------------------------------------------------------ KV cache size
