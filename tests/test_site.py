@@ -10,7 +10,8 @@ code boxes are tightest) and 800 px (a tablet). A page fails when
 - an image does not load;
 - a figure has no caption, or a cell shows an image that is not a numbered figure
   (give the cell `mystnb.figure` metadata with a caption and a name), or a PNG
-  figure is not drawn at twice the resolution it is shown at ("retina");
+  figure is not drawn at twice the resolution it is shown at ("retina"), or is
+  shown out of proportion (narrowed without its height following);
 - a chapter page has no "open in Colab" launch button for its own notebook.
 
 A failure names the page, the code cell (counted from 0 among the notebook's code
@@ -177,6 +178,15 @@ async () => {
     if (png && img.clientWidth > 0 && img.naturalWidth < 1.5 * img.clientWidth) {
       problems.push(where(img) + ": a figure drawn at screen resolution; use "
                     + '%config InlineBackend.figure_format = "retina"');
+    }
+    // Shown narrower than its width, a figure must shrink in height too.
+    if (img.clientWidth > 0 && img.naturalWidth > 0) {
+      const shown = img.clientHeight / img.clientWidth;
+      const drawn = img.naturalHeight / img.naturalWidth;
+      if (Math.abs(shown / drawn - 1) > 0.02) {
+        problems.push(where(img) + ": a figure out of proportion (shown "
+                      + img.clientWidth + " x " + img.clientHeight + " px)");
+      }
     }
   }
   return problems;

@@ -667,6 +667,6 @@ def check_cached_window_mask(cached_window_mask: Callable) -> None:
 
     _verdict(
         name,
-        "lets each new token see itself and the window - 1 tokens before it.",
+        "lets each token see itself and window - 1 before it.",
         run_cases,
     )
