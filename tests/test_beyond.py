@@ -273,16 +273,18 @@ def test_cache_writes_in_place_and_embeds_only_new_tokens():
         memory, mask = model.encode(src)
         embedded.clear()  # the encoder's
         cache = DecoderCache(model, memory, mask, max_len=8, beam_size=3)
-        buffers = [kv.data_ptr() for kv in cache.self_kv]
         cross = [kv for pair in cache.cross for kv in pair]
         tokens = torch.ones(6, 1, dtype=torch.long)
-        for _ in range(7):
+        rooms = []
+        for step in range(7):
             cache.next_token_log_probs(tokens)
-            cache.reorder(torch.tensor([2, 0, 0, 5, 3, 4]))
+            rooms.append([kv.data_ptr() for kv in cache.self_kv])
+            if step >= 4:  # beam search's reorder moves the filled part
+                cache.reorder(torch.tensor([2, 0, 0, 5, 3, 4]))
             tokens = torch.cat([tokens, torch.full((6, 1), 7)], 1)
     hook.remove()
     assert embedded == [(6, 1)] * 7  # one new token per row and step
-    assert [kv.data_ptr() for kv in cache.self_kv] == buffers  # no new tensor
+    assert rooms[0] == rooms[1] == rooms[4]  # written in place, no new room
     assert all(
         a is b
         for a, b in zip(
@@ -291,6 +293,18 @@ def test_cache_writes_in_place_and_embeds_only_new_tokens():
     )
     assert cache.cross[0][0].size(0) == 2  # one row per sentence, not per beam
     assert cache.self_kv[0].shape == (2, 6, 4, 8, 8)  # K/V, rows, h, max_len
+
+
+def test_cache_follows_the_keys_dtype_and_the_model_max_len():
+    model = _model(2).to(torch.bfloat16)
+    src = torch.randint(3, 50, (2, 5))
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        cache = DecoderCache(model, memory, mask, max_len=4)
+        cache.next_token_log_probs(torch.ones(2, 2, dtype=torch.long))
+        assert cache.self_kv[0].dtype == torch.bfloat16
+        with pytest.raises(ValueError, match="model's max_len=5000"):
+            DecoderCache(model, memory, mask, max_len=5001)
 
 
 def test_cache_refuses_what_it_has_no_room_for():
@@ -306,6 +320,8 @@ def test_cache_refuses_what_it_has_no_room_for():
         cache.next_token_log_probs(torch.ones(4, 2, dtype=torch.long))
         with pytest.raises(ValueError, match="its own sentence"):
             cache.reorder(torch.tensor([2, 1, 0, 3]))  # rows 0 and 2 swapped
+        with pytest.raises(ValueError, match="each of the 4 rows"):
+            cache.reorder(torch.tensor([1, 0]))
 
 
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])

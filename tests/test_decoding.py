@@ -562,9 +562,13 @@ def test_top_p_one_keeps_every_token_even_a_tiny_tail():
 
 
 def test_reorder_refuses_a_row_from_another_sentence():
-    check_rows_stay(torch.tensor([1, 1, 0, 3, 5, 5]), 3)  # within 0-2, 3-5
+    check_rows_stay(torch.tensor([1, 1, 0, 3, 5, 5]), 3, 6)  # 0-2, 3-5
     with pytest.raises(ValueError, match="its own sentence"):
-        check_rows_stay(torch.tensor([3, 1, 2, 0, 4, 5]), 3)
+        check_rows_stay(torch.tensor([3, 1, 2, 0, 4, 5]), 3, 6)
+    with pytest.raises(ValueError, match="each of the 6 rows"):
+        check_rows_stay(torch.tensor([0, 1]), 3, 6)  # too few rows
+    with pytest.raises(TypeError, match="torch.long"):
+        check_rows_stay([1, 1, 0, 3, 5, 5], 3, 6)
     model = ScriptedModel(10, lambda source, prefix: {EOS: 1.0})
     memory, src_mask = model.encode(torch.tensor([[3], [4]]))
     steps = NoCache(model, memory, src_mask, max_len=4, beam_size=2)

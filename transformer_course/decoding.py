@@ -24,10 +24,19 @@ def next_token_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
     return logits[:, -1].float().log_softmax(dim=-1)
 
 
-def check_rows_stay(rows: torch.Tensor, beam_size: int) -> None:
-    """A reorder's rows (B * beam_size,): each must come from its own
-    sentence's beam_size rows, whose memory is the same."""
-    own = torch.arange(rows.numel(), device=rows.device) // beam_size
+def check_rows_stay(rows, beam_size: int, n_rows: int) -> None:
+    """A reorder's rows, (n_rows,) = (B * beam_size,) long ids: each must
+    come from its own sentence's beam_size rows, whose memory is the same."""
+    if not (isinstance(rows, torch.Tensor) and rows.dtype == torch.long):
+        raise TypeError(
+            f"reorder: rows must be a torch.long tensor, got {rows!r}"
+        )
+    if rows.shape != (n_rows,):
+        raise ValueError(
+            f"reorder: rows must give each of the {n_rows} rows its source "
+            f"row, got shape {tuple(rows.shape)}"
+        )
+    own = torch.arange(n_rows, device=rows.device) // beam_size
     if not torch.equal(rows // beam_size, own):
         raise ValueError(
             "reorder: each row must come from its own sentence's rows "
@@ -60,7 +69,7 @@ class NoCache:
         """Rows take the places `rows` (beam search: the surviving
         hypotheses). Each comes from its own sentence, whose memory is the
         same in all its rows: nothing held here changes."""
-        check_rows_stay(rows, self.beam_size)
+        check_rows_stay(rows, self.beam_size, self.memory.size(0))
 
 
 def choosable(log_probs, config) -> torch.Tensor:

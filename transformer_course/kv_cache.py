@@ -16,7 +16,8 @@ class DecoderCache:
 
     Cross-attention K/V: computed once per source sentence and shared by its
     beam_size hypotheses. Self-attention K/V: room for max_len positions in
-    every layer, allocated once; each step writes its new tokens' in place.
+    every layer, allocated at the first step (in the keys' dtype); each step
+    writes its new tokens' in place.
     """
 
     def __init__(self, model, memory, src_mask, max_len, beam_size=1):
@@ -26,6 +27,11 @@ class DecoderCache:
                 f"the Transformer's decoder_layers, {type(model).__name__} has "
                 "none"
             )
+        if not 1 <= max_len <= model.config.max_len:
+            raise ValueError(
+                f"max_len={max_len}: the cache holds 1 to the model's max_len="
+                f"{model.config.max_len} positions"
+            )
         self.model, self.length = model, 0
         self.max_len, self.beam_size = max_len, beam_size
         self.src_mask = src_mask[:, None]  # (B, 1, T_src) -> (B, 1, 1, T_src)
@@ -34,21 +40,17 @@ class DecoderCache:
             for layer in model.decoder_layers
         ]  # per layer: (B, h_kv, T_src, d_k) twice, one row per sentence
         self.rows = memory.size(0) * beam_size
-        self.self_kv = [
-            memory.new_empty(  # [0] keys, [1] values: (2, rows, h_kv, max_len, d_k)
-                2,
-                self.rows,
-                getattr(layer.self_attn, "n_kv_heads", layer.self_attn.n_heads),
-                max_len,
-                layer.self_attn.d_k,
-            )
-            for layer in model.decoder_layers
-        ]
+        # per layer, from the first step: [0] keys, [1] values, each
+        # (rows, h_kv, max_len, d_k)
+        self.self_kv = [None] * len(model.decoder_layers)
 
     def _self_attention(self, i, attention, y, positions, mask):
         q = query_heads(attention, y, positions)  # (rows, h, n_new, d_k)
         k, v = key_value_heads(attention, y, y, positions)  # (rows, h_kv, ...)
         end = self.length + y.size(1)
+        if self.self_kv[i] is None:  # the room, allocated once
+            rows, h_kv, _, d_k = k.shape
+            self.self_kv[i] = k.new_empty(2, rows, h_kv, self.max_len, d_k)
         kv = self.self_kv[i]
         kv[0, :, :, self.length : end] = k  # in place: the past is not copied
         kv[1, :, :, self.length : end] = v
@@ -105,18 +107,24 @@ class DecoderCache:
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Rows take the places `rows` (beam search: the surviving
-        hypotheses). Their self-attention keys and values move with them (the
-        filled part); the cross-attention ones belong to the sentence: they
-        stay."""
-        check_rows_stay(rows, self.beam_size)
-        for kv in self.self_kv:
-            kv[:, :, :, : self.length] = kv[:, rows, :, : self.length]
+        hypotheses). Their self-attention keys and values move with them: the
+        filled part, copied once into new room; the cross-attention ones
+        belong to the sentence: they stay."""
+        check_rows_stay(rows, self.beam_size, self.rows)
+        filled = slice(0, self.length)
+        for i, kv in enumerate(self.self_kv):
+            if kv is not None:
+                moved = torch.empty_like(kv)
+                torch.index_select(
+                    kv[..., filled, :], 1, rows, out=moved[..., filled, :]
+                )
+                self.self_kv[i] = moved
 
     @property
     def nbytes(self) -> int:
         """Bytes allocated for keys and values (self-attention: max_len)."""
         cross = sum(t.nbytes for kv in self.cross for t in kv)
-        return cross + sum(kv.nbytes for kv in self.self_kv)
+        return cross + sum(kv.nbytes for kv in self.self_kv if kv is not None)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(

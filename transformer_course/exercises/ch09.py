@@ -71,6 +71,11 @@ def _merge_first_max(first, second):
     return _merge_with(first, second, m, 1, np.exp(second[0] - m))
 
 
+def _merge_second_max(first, second):
+    m = second[0]
+    return _merge_with(first, second, m, np.exp(first[0] - m), 1)
+
+
 def _merge_min(first, second):
     m = np.minimum(first[0], second[0])
     return _merge_with(
@@ -93,6 +98,11 @@ _MERGE_MISTAKES = [
         _merge_first_max,
         "m must be the larger of the two maxima, np.maximum(m1, m2): the "
         "second part may hold the larger scores.",
+    ),
+    (
+        _merge_second_max,
+        "m must be the larger of the two maxima, np.maximum(m1, m2): the "
+        "first part may hold the larger scores.",
     ),
     (
         _merge_min,
@@ -191,7 +201,7 @@ def check_merge_partials(merge_partials: Callable) -> None:
             ]
             state = parts[0]
             for part in parts[1:]:
-                given = [[np.array(x) for x in s] for s in (state, part)]
+                given = [tuple(np.array(x) for x in s) for s in (state, part)]
                 result = _call(merge_partials, name, *given)
                 _expect_unchanged(
                     name,
@@ -581,6 +591,7 @@ def _window_masks(n_new: int, length: int, window: int) -> dict:
         "upper left": (key <= j) & (key > j - window),
         "window + 1": causal & (key >= query - window),
         "no causal": key > query - window,
+        "window from j": causal & (key > j - window),
         "no window": causal,
         "one window": causal & (key > length + n_new - 1 - window),
     }
@@ -594,6 +605,8 @@ _WINDOW_HINTS = {
     "counts the token itself, so key > query - window, not >=.",
     "no causal": "a token must not see the tokens after it: key <= query, "
     "as well as the window.",
+    "window from j": "the window ends at the token's own position, length + "
+    "j: it reaches window - 1 keys back from there, not from j.",
     "no window": "that is the causal mask alone: a key more than window - 1 "
     "positions back is out of the window.",
     "one window": "the window moves with each new token: each one sees the "
@@ -610,7 +623,7 @@ def check_cached_window_mask(cached_window_mask: Callable) -> None:
     name = "cached_window_mask"
 
     def run_cases() -> None:
-        for args in [(1, 7, 3), (4, 5, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)]:
+        for args in [(4, 5, 3), (1, 7, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)]:
             n_new, length, window = args
             got = _call(cached_window_mask, name, *args)
             masks = _window_masks(*args)
@@ -640,7 +653,11 @@ def check_cached_window_mask(cached_window_mask: Callable) -> None:
                     shown,
                     "F.scaled_dot_product_attention adds a float mask to the "
                     "scores instead of reading it as allowed/not allowed: "
-                    "return booleans, True = may attend.",
+                    "return booleans, True = may attend."
+                    if got.is_floating_point()
+                    else "PyTorch reads only torch.bool as allowed/not "
+                    "allowed: return booleans (a comparison gives them), not "
+                    "0 and 1.",
                 )
             if torch.equal(got, expected):
                 continue
