@@ -1,7 +1,8 @@
 """The built website, opened in a real browser (headless Chromium driven by Playwright).
 
-Every page of `_build/html` is served over HTTP on 127.0.0.1 and loaded at two window
-widths: 1200 px (the narrowest desktop layout, where the "Contents" column appears and
+Every page of `_build/html` is served over HTTP on 127.0.0.1 under the sub-path
+GitHub Pages will serve it from (`/transformer-book/`, from `_config.yml`'s
+`html.baseurl`), and loaded at two window widths: 1200 px (the narrowest desktop layout, where the "Contents" column appears and
 code boxes are tightest) and 800 px (a tablet). A page fails when
 
 - a code cell, an output or a code block is wider than its box (a reader would have to
@@ -12,7 +13,14 @@ code boxes are tightest) and 800 px (a tablet). A page fails when
   (give the cell `mystnb.figure` metadata with a caption and a name), or a PNG
   figure is not drawn at twice the resolution it is shown at ("retina"), or is
   shown out of proportion (narrowed without its height following);
-- a chapter page has no "open in Colab" launch button for its own notebook.
+- a chapter page has no "open in Colab" launch button for its own notebook;
+- a request for a file of the site fails (a script, a style sheet, an image, a font)
+  or a link within the site points to a page or file that is not there, as happens
+  when a path assumes the site sits at the server's root.
+
+MathJax comes from a CDN and is blocked here, as are fonts from elsewhere: offline,
+formulas show as TeX source. The search page works offline (its index is a local
+script).
 
 A failure names the page, the code cell (counted from 0 among the notebook's code
 cells, as nbval's "Cell N" and tests/test_book.py count them) and its first line.
@@ -33,6 +41,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 from conftest import ROOT, toc_notebooks
 
 HTML = ROOT / "_build" / "html"
@@ -88,20 +97,75 @@ def chromium_path() -> str | None:
     return None
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
+SUB_PATH = urlparse(
+    yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["html"][
+        "baseurl"
+    ]
+).path.rstrip("/")  # "/transformer-book"
+
+
+class SubPathHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves `_build/html` under SUB_PATH only, as GitHub Pages will: a path
+    outside it (one that assumes the site is at the root) is not found."""
+
+    def translate_path(self, path):
+        if not path.startswith(SUB_PATH + "/"):
+            return str(HTML / "__outside_the_sub_path__")
+        return super().translate_path(path[len(SUB_PATH) :])
+
     def log_message(self, format, *args):
         pass
+
+
+def missing_link_targets(hrefs: list[str], site_url: str) -> list[str]:
+    """The links within the site whose page or file is not in the build, and
+    the links to this server outside the sub-path (written as if the site sat
+    at the root)."""
+    server = urlparse(site_url).netloc
+    missing = []
+    for href in hrefs:
+        url = urlparse(href)
+        if url.netloc != server:
+            continue  # another site
+        if not url.path.startswith(SUB_PATH + "/"):
+            missing.append(f"{url.path} (outside {SUB_PATH}/)")
+            continue
+        target = HTML / url.path[len(SUB_PATH) :].lstrip("/")
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.exists():
+            missing.append(url.path[len(SUB_PATH) :])
+    return sorted(set(missing))
+
+
+def test_missing_link_targets_finds_broken_and_root_links():
+    if not (HTML / "book" / "00_getting_started.html").exists():
+        not_ready(f"{HTML} is missing: {HOW_TO_BUILD}")
+    site = "http://127.0.0.1:8000/transformer-book"
+    assert SUB_PATH == "/transformer-book"
+    assert missing_link_targets(
+        [
+            f"{site}/book/00_getting_started.html#set-up",  # there
+            f"{site}/book/no_such_chapter.html",
+            "http://127.0.0.1:8000/book/00_getting_started.html",  # root
+            "https://github.com/transformer-course/transformer-book",
+        ],
+        site,
+    ) == [
+        "/book/00_getting_started.html (outside /transformer-book/)",
+        "/book/no_such_chapter.html",
+    ]
 
 
 @pytest.fixture(scope="module")
 def site_url():
     if not (HTML / "index.html").exists():
         not_ready(f"{HTML} is missing: {HOW_TO_BUILD}")
-    handler = functools.partial(QuietHandler, directory=str(HTML))
+    handler = functools.partial(SubPathHandler, directory=str(HTML))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    yield f"http://127.0.0.1:{server.server_address[1]}{SUB_PATH}"
     server.shutdown()
     server.server_close()
 
@@ -221,9 +285,27 @@ def test_page_in_browser(page, site_url, browser):
             ),
         )
         tab = context.new_page()
+        failed = []  # the site's own files that did not come
+
+        def note_failure(response, failed=failed):
+            local = urlparse(response.url).hostname == "127.0.0.1"
+            if response.status >= 400 and local:
+                failed.append(f"{response.url} ({response.status})")
+
+        tab.on("response", note_failure)
         tab.goto(f"{site_url}/{page}", wait_until="load")
         for problem in tab.evaluate(CHECK_PAGE):
             problems.setdefault(problem, []).append(width)
+        for request in failed:
+            problems.setdefault(f"a request failed: {request}", []).append(
+                width
+            )
+        if width == WIDTHS[0]:
+            hrefs = tab.eval_on_selector_all(
+                "a[href]", "links => links.map((a) => a.href)"
+            )
+            for target in missing_link_targets(hrefs, site_url):
+                problems[f"a link to a missing page: {target}"] = [width]
         if page in CHAPTERS and width == WIDTHS[0]:
             colab = tab.locator(
                 'a[href^="https://colab.research.google.com/github/"]'
