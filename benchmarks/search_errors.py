@@ -35,12 +35,16 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
 from results_files import write_results
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_course import DecoderCache, NoCache, beam_search
+from transformer_course import (
+    DecoderCache,
+    NoCache,
+    beam_search,
+    sequence_log_prob,
+)
 from transformer_course.corpus import EOS_ID, PAD_ID, gettext_corpus
 from transformer_course.decoding import gnmt_length_penalty
 from transformer_course.translation import load_translation_model, scores
@@ -55,20 +59,14 @@ def cut(row: list[int]) -> list[int]:
 
 
 def log_probs_of(model, src, outputs: list[list[int]]) -> list[float]:
-    """log P(y | x) of each output, in one teacher-forced pass."""
-    bos = model.config.bos_id
+    """log P(y | x) of each output, in one teacher-forced pass (chapter 8's
+    sequence_log_prob, on the outputs padded with <pad>)."""
     tgt = pad_sequence(
-        [torch.tensor([bos, *y]) for y in outputs],
+        [torch.tensor(y, dtype=torch.long) for y in outputs],
         batch_first=True,
         padding_value=PAD_ID,
     )
-    with torch.no_grad():
-        log_probs = F.log_softmax(model(src, tgt[:, :-1]).float(), dim=-1)
-    picked = log_probs.gather(-1, tgt[:, 1:, None])[..., 0]
-    real = torch.zeros_like(picked, dtype=torch.bool)
-    for i, y in enumerate(outputs):
-        real[i, : len(y)] = True
-    return picked.masked_fill(~real, 0).sum(dim=1).tolist()
+    return sequence_log_prob(model, src, tgt).tolist()
 
 
 def check_scoring(model, src, outputs: list[list[int]]) -> None:

@@ -205,20 +205,13 @@ def run_recipe(seed):
     return figures
 
 
-def _output_log_prob(model, src, out, pad_id=0, bos_id=1):
-    """Sum of log P(y_t | y_<t, x) over each output's tokens (chapter 8)."""
-    import torch
-
-    bos = torch.full((len(out), 1), bos_id)
-    with torch.no_grad():
-        logits = model.eval()(src, torch.cat([bos, out[:, :-1]], dim=1))
-    log_probs = logits.log_softmax(-1).gather(-1, out[..., None])[..., 0]
-    return (log_probs * (out != pad_id)).sum(dim=1)
-
-
 def run_early_beam(seed):
     from transformer_course.batching import collate
-    from transformer_course.decoding import beam_search, greedy_decode
+    from transformer_course.decoding import (
+        beam_search,
+        greedy_decode,
+        sequence_log_prob,
+    )
     from transformer_course.evaluation import bleu
     from transformer_course.training import Run, fit
 
@@ -239,7 +232,7 @@ def run_early_beam(seed):
         name = "greedy" if k == 1 else f"beam {k}"
         hyps = [vocab.decode(row) for row in out.tolist()]
         texts[name] = ["".join(h) for h in hyps]
-        log_p = _output_log_prob(model, src, out).mean().item()
+        log_p = sequence_log_prob(model, src, out).mean().item()
         figures[f"{name}: mean log P"] = log_p
         figures[f"{name}: BLEU"] = bleu(hyps, refs)
     # is beam 8's BLEU gain on this seed's 100 sentences more than chance?

@@ -16,6 +16,7 @@ from transformer_course import (
     greedy_decode,
     sample,
     sampling_distribution,
+    sequence_log_prob,
 )
 from transformer_course.decoding import (
     STOPPING_RULES,
@@ -575,3 +576,43 @@ def test_reorder_refuses_a_row_from_another_sentence():
     assert steps.memory.size(0) == 4  # each sentence's memory, once per beam
     with pytest.raises(ValueError, match="its own sentence"):
         steps.reorder(torch.tensor([2, 1, 0, 3]))
+
+
+def test_sequence_log_prob_equals_summing_one_step_at_a_time():
+    torch.manual_seed(0)
+    config = TransformerConfig(
+        vocab_size=30, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.1
+    )
+    model = Transformer(config).train()  # scoring switches dropout off
+    src = torch.randint(3, 30, (3, 5))
+    src[1, 3:] = PAD
+    out = greedy_decode(model, src, 6)
+    out[2, 2:] = PAD  # a shorter output: its padding counts nothing
+    fast = sequence_log_prob(model, src, out)
+    assert model.training  # the mode is restored
+    with torch.no_grad():
+        memory, src_mask = model.eval().encode(src)
+        for row in range(3):
+            steps = NoCache(
+                model, memory[row : row + 1], src_mask[row : row + 1]
+            )
+            prefix, slow = [BOS], 0.0
+            for token in out[row].tolist():
+                if token == PAD:
+                    break
+                slow += steps.next_token_log_probs(torch.tensor([prefix]))[
+                    0, token
+                ].item()
+                prefix.append(token)
+            assert abs(fast[row].item() - slow) < 1e-4
+
+
+def test_sequence_log_prob_refuses_bad_outputs():
+    model = Transformer(TransformerConfig(vocab_size=30, d_model=16, n_heads=2))
+    src = torch.randint(3, 30, (2, 4))
+    with pytest.raises(ValueError, match=r"\(B, T\) tensor"):
+        sequence_log_prob(model, src, torch.tensor([5, 6]))
+    with pytest.raises(ValueError, match="one output per source"):
+        sequence_log_prob(model, src, torch.tensor([[5, 6]]))
+    with pytest.raises(ValueError, match="tgt"):
+        sequence_log_prob(model, src, torch.tensor([[5, 99], [5, 6]]))

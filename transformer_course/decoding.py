@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['STOPPING_RULES', 'next_token_log_probs', 'check_rows_stay', 'NoCache', 'choosable', 'greedy_decode',
-           'gnmt_length_penalty', 'beam_search', 'sampling_distribution', 'sample']
+           'gnmt_length_penalty', 'beam_search', 'sampling_distribution', 'sample', 'sequence_log_prob']
 
 # %% ../book/08_decoding_and_evaluation.ipynb #05a4a454
 import math
@@ -437,3 +437,27 @@ def sample(
         return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
     return _token_by_token(model, src, max_len, cache, draw)
+
+# %% ../book/08_decoding_and_evaluation.ipynb #0ba395c7
+def sequence_log_prob(model, src, tgt) -> torch.Tensor:
+    """(B, T_src) sources and (B, T) outputs laid out as the decoders' (the
+    tokens after <bos>, then pad_id) -> (B,) log P(output | source): the sum
+    of log P(y_t | y_<t, x) over each output's tokens, one teacher-forced
+    pass of the model (the slow way: one NoCache step per token)."""
+    if not isinstance(tgt, torch.Tensor) or tgt.dim() != 2:
+        shape = getattr(tgt, "shape", type(tgt).__name__)
+        raise ValueError(
+            f"tgt must be a (B, T) tensor of token ids, got {shape}"
+        )
+    _check_decoding_args(model, src, max(tgt.size(1), 1))
+    if len(tgt) != len(src):
+        raise ValueError(
+            f"tgt has {len(tgt)} rows, src {len(src)}: one output per source"
+        )
+    c = model.config
+    check_token_ids("tgt", tgt, c.vocab_size)
+    bos = torch.full_like(tgt[:, :1], c.bos_id)
+    with _inference(model):
+        logits = model(src, torch.cat([bos, tgt[:, :-1]], dim=1))
+    picked = logits.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0]
+    return picked.masked_fill(tgt == c.pad_id, 0.0).sum(dim=1)
