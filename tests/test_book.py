@@ -80,50 +80,42 @@ def test_notebook_has_no_errors_and_no_stray_stderr(notebook_path):
                 )
 
 
-def expected_setup_cell(extras: str) -> str:
+def expected_setup_cell() -> str:
     """The first code cell of every chapter; every line fits the website's 80 columns.
 
-    IPython expands `{repo}` in the `%pip` line, which keeps the long URL on a line
-    of its own. `extras` are the chapter's own pinned packages, space-separated.
+    On Colab it clones the repository (chapters 6-9 read results committed in
+    benchmarks/results/, as they do in a local checkout), moves into its book/
+    folder and installs the library from the clone: pyproject.toml's
+    dependencies are all a chapter needs (tools/colab.py checks it). IPython
+    expands `{repo}` and `{book}` in the `!` and `%` lines.
     """
     repository = CONFIG["repository"]
     url = repository["url"].rstrip("/")
+    folder = url.rsplit("/", 1)[1]
+    clone = f"git clone --quiet --depth 1 --branch {repository['branch']}"
     return (
-        "# Set-up for Google Colab: install the book's library (and what this\n"
-        "# chapter needs). Anywhere else this cell does nothing: see the README.\n"
+        "# Set-up for Google Colab: fetch the book (chapters read results kept\n"
+        "# beside them) and install its library. Elsewhere this does nothing.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    repo = "git+{url}@{repository["branch"]}"\n'
-        f'    %pip install --quiet "transformer_course @ {{repo}}"{extras}'
+        f'    repo = "{url}"\n'
+        f'    book = "/content/{folder}"\n'
+        f"    !test -d {{book}} || {clone} {{repo}} {{book}}\n"
+        "    %cd {book}/book\n"
+        "    %pip install --quiet {book}"
     )
-
-
-def setup_cell_extras(first: str) -> str:
-    match = re.search(r'@ (?:\{repo\}|git\+\S+@\w+)"(?P<extras>.*)$', first)
-    return match.group("extras") if match else ""
 
 
 def test_colab_setup_cell_matches_config(notebook_path):
     first = source(code_cells(load_notebook(notebook_path))[0])
-    extras = setup_cell_extras(first)
-    expected = expected_setup_cell(extras)
+    expected = expected_setup_cell()
     assert first == expected, (
         f"{notebook_path.name}: the first code cell must be the Colab set-up cell "
         f"built from _config.yml's repository block:\n\n{expected}\n\n"
         f"Rewrite it with: python tests/test_book.py --fix-setup-cell "
         f"book/{notebook_path.name}"
     )
-    pins = dict(
-        line.split("==")
-        for line in (ROOT / "requirements.txt").read_text().splitlines()
-        if "==" in line and not line.startswith("#")
-    )
-    for extra in extras.split():
-        name, _, wanted = extra.partition("==")
-        assert pins.get(name) == wanted, (
-            f"{extra} must match requirements.txt ({pins.get(name)})"
-        )
 
 
 def test_launch_buttons_and_repository_are_configured():
@@ -319,12 +311,12 @@ def test_import_writes_nothing_to_stderr_and_loads_no_benchmark_code():
 
 
 def fix_setup_cell(path: Path) -> None:
-    """Rewrite a notebook's first code cell as the expected set-up cell, keeping extras."""
+    """Rewrite a notebook's first code cell as the expected set-up cell."""
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
     cell = next(c for c in notebook.cells if c.cell_type == "code")
-    cell.source = expected_setup_cell(setup_cell_extras(cell.source))
+    cell.source = expected_setup_cell()
     nbformat.write(notebook, path)
 
 

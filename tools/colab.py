@@ -1,0 +1,779 @@
+"""Run the book's chapters the way Google Colab runs them, on this machine.
+
+Colab gives each notebook a fresh machine with its own Python and a few hundred
+preinstalled packages; the chapter's first cell (the set-up cell) then clones this
+repository, moves into its book/ folder and installs the library with pip. This
+script rebuilds that here and runs every chapter in it:
+
+1. **The runtime.** `tools/colab_runtime.json` pins Colab's Python (major.minor)
+   and the versions of every preinstalled package the book's installation touches,
+   taken from Colab's published package lists (see its "source"). A virtual
+   environment with a Python of that version and exactly those versions is built
+   once and cached (about 5 GB: PyPI's torch is a CUDA build; Colab's CPU runtime
+   has the CPU build of the same release).
+2. **A fresh machine per chapter.** A new, empty environment layered on that base
+   (a `.pth` file puts the base's packages on its path, so pip sees them as
+   preinstalled and installs anything new or different into the fresh one), a new
+   home folder (empty caches), a kernel that has imported `google.colab` (a
+   stand-in module) as Colab's does.
+3. **The chapter's own set-up cell**, with its repository pointed at a snapshot of
+   this repository's HEAD (what Colab would clone; commit first) and its folder at
+   a scratch folder instead of /content.
+4. **Then the chapter**, top to bottom (full form), or only what a chapter needs to
+   start (fast form, run by tests/test_colab.py in CI): the set-up cell, then every
+   import statement of the chapter's cells and of the library, lazy ones included.
+5. **Afterwards,** no preinstalled package may have another version: on Colab that
+   would ask the reader to restart the session, or break what is already imported.
+
+    python tools/colab.py --fast            # every chapter, fast form
+    python tools/colab.py --write benchmarks/results     # full form, timed
+    python tools/colab.py 07_training       # one chapter, full form
+    python tools/colab.py describe --backend-info DIR    # rewrite the runtime file
+
+The full form writes each chapter's time (set-up included) to
+benchmarks/results/colab_simulation.json, which each chapter's "On Colab" note
+quotes (tests/test_colab.py keeps them in agreement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "tools" / "colab_runtime.json"
+RESULTS = ROOT / "benchmarks" / "results" / "colab_simulation.json"
+
+# What Colab's kernel has imported before the first cell runs: the set-up cells
+# test `"google.colab" in sys.modules`. The stand-in is all the book needs of it.
+COLAB_STUB = '''"""Stand-in for Colab's google.colab (tools/colab.py): its presence is what
+the book's set-up cells look for."""
+'''
+# Kept with the base environment's cache key: a new builder makes a new base.
+BUILDER_VERSION = "1"
+
+
+class SimulationError(Exception):
+    """The simulation could not be set up (not: a chapter failed in it)."""
+
+
+def run(command, **kwargs) -> subprocess.CompletedProcess:
+    """Run a command; on failure, raise with its output."""
+    result = subprocess.run(
+        [str(part) for part in command],
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
+    if result.returncode != 0:
+        raise SimulationError(
+            f"{' '.join(map(str, command))} failed ({result.returncode}):\n"
+            f"{(result.stdout + result.stderr).strip()[-3000:]}"
+        )
+    return result
+
+
+# --- the runtime description -------------------------------------------------
+
+RUNTIME_KEYS = {
+    "about",
+    "source",
+    "commit",
+    "commit_date",
+    "taken",
+    "os",
+    "python",
+    "torch",
+    "preinstalled",
+    "not_preinstalled",
+}
+
+
+def load_runtime(path=RUNTIME) -> dict:
+    """The pinned description of Colab's runtime, checked."""
+    runtime = json.loads(Path(path).read_text(encoding="utf-8"))
+    missing = RUNTIME_KEYS - runtime.keys()
+    if missing:
+        raise SimulationError(f"{path}: missing {sorted(missing)}")
+    if not re.fullmatch(r"3\.\d+\.\d+", runtime["python"]):
+        raise SimulationError(f"{path}: python must read like 3.13.15")
+    if not re.fullmatch(r"[0-9a-f]{40}", runtime["commit"]):
+        raise SimulationError(f"{path}: commit must be a full git hash")
+    for name, version in runtime["preinstalled"].items():
+        if not re.fullmatch(r"[0-9][0-9A-Za-z.+!]*", version):
+            raise SimulationError(f"{path}: {name} has no exact version")
+    if "torch" in runtime["preinstalled"]:
+        raise SimulationError(f"{path}: torch belongs in the torch block")
+    return runtime
+
+
+def base_pins(runtime: dict) -> list[str]:
+    """pip requirements that rebuild the preinstalled packages."""
+    pins = [f"{name}=={v}" for name, v in runtime["preinstalled"].items()]
+    return pins + [f"torch=={runtime['torch']['simulated']}"]
+
+
+def changed_packages(installed: dict, runtime: dict) -> dict:
+    """Preinstalled packages whose installed version is not Colab's:
+    {name: (Colab's, installed or None)}."""
+    wanted = dict(runtime["preinstalled"], torch=runtime["torch"]["simulated"])
+    return {
+        name: (version, installed.get(name))
+        for name, version in sorted(wanted.items())
+        if installed.get(name) != version
+    }
+
+
+# --- environments --------------------------------------------------------------
+
+
+def find_python(version: str) -> Path:
+    """A Python of Colab's major.minor version: $COLAB_PYTHON, pythonX.Y on the
+    PATH, or pyenv's newest X.Y.*."""
+    minor = ".".join(version.split(".")[:2])
+    candidates = []
+    if os.environ.get("COLAB_PYTHON"):
+        candidates.append(Path(os.environ["COLAB_PYTHON"]))
+    if shutil.which(f"python{minor}"):
+        candidates.append(Path(shutil.which(f"python{minor}")))
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates += sorted(
+        pyenv.glob(f"versions/{minor}.*/bin/python{minor}"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])],
+        reverse=True,
+    )
+    for candidate in candidates:
+        found = subprocess.run(
+            [str(candidate), "-c", "import sys; print(sys.version.split()[0])"],
+            capture_output=True,
+            text=True,
+        )
+        if found.returncode == 0 and found.stdout.startswith(minor + "."):
+            return candidate
+    raise SimulationError(
+        f"no Python {minor} found (Colab runs {version}): install it "
+        f"(pyenv install {minor}) or point COLAB_PYTHON at one"
+    )
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "transformer_course" / "colab"
+    return Path(os.environ.get("TRANSFORMER_COURSE_COLAB_CACHE", default))
+
+
+def site_packages(env: Path) -> Path:
+    found = sorted(env.glob("lib/python3.*/site-packages"))
+    if len(found) != 1:
+        raise SimulationError(f"{env}: expected one site-packages, got {found}")
+    return found[0]
+
+
+def installed_versions(python: Path) -> dict:
+    """{name: version} of every distribution the interpreter sees, first found
+    on its path winning (as import does)."""
+    script = (
+        "import importlib.metadata as m, json, re\n"
+        "seen = {}\n"
+        "for d in m.distributions():\n"
+        "    name = re.sub(r'[-_.]+', '-', d.metadata['Name']).lower()\n"
+        "    seen.setdefault(name, d.version)\n"
+        "print(json.dumps(seen))"
+    )
+    return json.loads(run([python, "-c", script]).stdout)
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def base_environment(runtime: dict, python: Path, log=print) -> Path:
+    """The cached environment holding Colab's preinstalled versions."""
+    recipe = json.dumps(
+        [base_pins(runtime), COLAB_STUB, BUILDER_VERSION, str(python)]
+    )
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    cache = cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    base = cache / f"base-{key}"
+    with open(cache / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time
+        if (base / "READY").exists():
+            return base
+        for old in cache.glob("base-*"):  # about 5 GB each
+            shutil.rmtree(old)
+        log(f"building Colab's preinstalled packages in {base} (once)")
+        run([python, "-m", "venv", base])
+        pins = base_pins(runtime)
+        run([base / "bin" / "python", "-m", "pip", "install", "-q", *pins])
+        stub = site_packages(base) / "google" / "colab" / "__init__.py"
+        stub.parent.mkdir(parents=True)  # google/ stays a namespace package
+        stub.write_text(COLAB_STUB)
+        wrong = changed_packages(
+            installed_versions(base / "bin" / "python"), runtime
+        )
+        if wrong:
+            raise SimulationError(
+                f"the base environment is not Colab's: {wrong}"
+            )
+        (base / "READY").write_text(recipe)
+    return base
+
+
+def fresh_environment(base: Path, python: Path, folder: Path) -> Path:
+    """An empty environment that sees the base's packages as preinstalled;
+    returns its python."""
+    run([python, "-m", "venv", "--without-pip", folder])
+    pth = site_packages(folder) / "_colab_preinstalled.pth"
+    pth.write_text(f"{site_packages(base)}\n")
+    return folder / "bin" / "python"
+
+
+def repository_snapshot(folder: Path, branch: str) -> str:
+    """A bare repository whose `branch` is this repository's HEAD: what Colab
+    clones. Uncommitted changes are not in it."""
+    dirty = run(
+        ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]
+    ).stdout
+    if dirty.strip():
+        print("warning: uncommitted changes are not simulated (commit first)")
+    run(["git", "init", "--quiet", "--bare", folder])
+    run(
+        [
+            "git",
+            "-C",
+            ROOT,
+            "push",
+            "--quiet",
+            folder,
+            f"HEAD:refs/heads/{branch}",
+        ]
+    )
+    return f"file://{folder}"
+
+
+# --- notebooks -----------------------------------------------------------------
+
+SETUP_MARKER = 'if "google.colab" in sys.modules:'
+
+
+def setup_cell_index(notebook: dict) -> int:
+    code = [
+        i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code"
+    ]
+    if not code or SETUP_MARKER not in cell_source(notebook["cells"][code[0]]):
+        raise SimulationError(
+            f"the first code cell is not the Colab set-up cell ({SETUP_MARKER})"
+        )
+    return code[0]
+
+
+def cell_source(cell: dict) -> str:
+    source = cell["source"]
+    return source if isinstance(source, str) else "".join(source)
+
+
+def point_setup_cell(source: str, repo: str, book: str) -> str:
+    """The set-up cell with its clone source and folder replaced; each
+    assignment must appear exactly once."""
+    for name, value in (("repo", repo), ("book", book)):
+        pattern = re.compile(rf'^(\s+){name} = "[^"]*"$', re.MULTILINE)
+        found = pattern.findall(source)
+        if len(found) != 1:
+            raise SimulationError(
+                f'the set-up cell must assign {name} = "..." once, '
+                f"found {len(found)}"
+            )
+        source = pattern.sub(
+            lambda m, v=value, n=name: f'{m[1]}{n} = "{v}"', source
+        )
+    return source
+
+
+# Run right after the set-up cell: IPython's %pip reports failure only through
+# _exit_code, and the cell must leave the kernel in the clone's book/ folder.
+SETUP_CHECK = textwrap.dedent(
+    """\
+    import os as _os
+
+    assert _exit_code == 0, f"the set-up cell's pip failed ({_exit_code})"
+    assert _os.getcwd() == f"{book}/book", _os.getcwd()
+    """
+)
+
+
+def python_of_cell(source: str) -> str:
+    """A cell's IPython source as plain Python (magics become calls)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def import_statements(code: str) -> list[str]:
+    """Every import statement of the code, at any depth (lazy imports inside
+    functions included), except those guarded by `except ImportError`."""
+    tree = ast.parse(code)
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            handler.type is None
+            or any(
+                isinstance(name, ast.Name)
+                and name.id in {"ImportError", "ModuleNotFoundError"}
+                for name in ast.walk(handler.type)
+            )
+            for handler in node.handlers
+        ):
+            guarded |= {id(n) for n in ast.walk(ast.Module(node.body, []))}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in guarded or not isinstance(
+            node, ast.Import | ast.ImportFrom
+        ):
+            continue
+        if isinstance(node, ast.ImportFrom) and (
+            node.level or node.module == "__future__"
+        ):
+            continue
+        statement = ast.unparse(node)
+        if statement not in found:
+            found.append(statement)
+    return found
+
+
+def library_imports() -> list[str]:
+    """The import statements of the library's modules (what installing it must
+    provide)."""
+    found = []
+    for path in sorted((ROOT / "transformer_course").rglob("*.py")):
+        for statement in import_statements(path.read_text(encoding="utf-8")):
+            if statement not in found:
+                found.append(statement)
+    return found
+
+
+def colab_notebook(notebook: dict, repo: str, book: str, fast: bool) -> dict:
+    """The chapter as the simulation runs it."""
+    notebook = json.loads(json.dumps(notebook))
+    index = setup_cell_index(notebook)
+    cells = notebook["cells"]
+    setup = dict(cells[index])
+    setup["source"] = point_setup_cell(cell_source(setup), repo, book)
+    setup["outputs"] = []
+    check = code_cell(SETUP_CHECK)
+    if fast:
+        imports = []
+        for cell in cells[index + 1 :]:
+            if cell["cell_type"] == "code":
+                imports += import_statements(python_of_cell(cell_source(cell)))
+        imports += library_imports()
+        imports = list(dict.fromkeys(imports))
+        notebook["cells"] = [setup, check, code_cell("\n".join(imports))]
+    else:
+        notebook["cells"] = cells[:index] + [setup, check] + cells[index + 1 :]
+    return notebook
+
+
+def code_cell(source: str) -> dict:
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": hashlib.sha256(source.encode()).hexdigest()[:8],
+        "metadata": {},
+        "outputs": [],
+        "source": source,
+    }
+
+
+# --- running a chapter ---------------------------------------------------------
+
+
+def kernel_environment(python: Path, home: Path, ipython_dir: Path) -> dict:
+    """The kernel's environment: this machine's pip settings (the registries),
+    nothing of this checkout's (no TRANSFORMER_COURSE_* caches, no .venv)."""
+    keep = ("LANG", "LC_ALL", "TZ", "TERM")
+    env = {
+        k: v for k, v in os.environ.items() if k in keep or k.startswith("PIP_")
+    }
+    env.update(
+        PATH=f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
+        HOME=str(home),
+        IPYTHONDIR=str(ipython_dir),
+        # Colab's kernels leave PyTorch's threads at its default; the machine
+        # here has two cores, as Colab's CPU runtime has two.
+    )
+    return env
+
+
+def write_kernel(folder: Path, python: Path) -> tuple[Path, Path]:
+    """A kernel spec for the fresh environment and an IPython profile whose
+    start-up imports google.colab; returns (jupyter path, IPython dir)."""
+    spec = folder / "jupyter" / "kernels" / "colab"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [
+                    str(python),
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                ],
+                "display_name": "Colab (simulated)",
+                "language": "python",
+            }
+        )
+    )
+    startup = folder / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-google-colab.py").write_text("import google.colab\n")
+    return folder / "jupyter", folder / "ipython"
+
+
+def run_chapter(
+    path: Path,
+    base: Path,
+    python: Path,
+    repo: str,
+    fast: bool,
+    runtime: dict,
+    timeout: int,
+) -> dict:
+    """Run one chapter on a fresh simulated Colab machine; a result record."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    with tempfile.TemporaryDirectory(prefix="colab-") as scratch:
+        scratch = Path(scratch)
+        env_python = fresh_environment(base, python, scratch / "env")
+        jupyter_path, ipython_dir = write_kernel(scratch, env_python)
+        (scratch / "content").mkdir()
+        (scratch / "root").mkdir()
+        book = scratch / "content" / "transformer-book"
+        notebook = nbformat.from_dict(
+            colab_notebook(
+                json.loads(path.read_text(encoding="utf-8")),
+                repo,
+                str(book),
+                fast,
+            )
+        )
+        client = NotebookClient(
+            notebook,
+            timeout=timeout,
+            kernel_name="colab",
+            resources={"metadata": {"path": str(scratch / "content")}},
+        )
+        env = kernel_environment(env_python, scratch / "root", ipython_dir)
+        record = {"passed": False, "error": None, "setup_seconds": None}
+        start = time.perf_counter()
+        old_path = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = str(jupyter_path)
+        try:
+            with client.setup_kernel(env=env):
+                for index, cell in enumerate(notebook.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    client.execute_cell(cell, index)
+                    if record["setup_seconds"] is None:
+                        record["setup_seconds"] = round(
+                            time.perf_counter() - start, 1
+                        )
+            record["passed"] = True
+        except (CellExecutionError, CellTimeoutError) as error:
+            record["error"] = str(error).strip()[-2500:]
+        finally:
+            if old_path is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old_path
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        changed = changed_packages(installed_versions(env_python), runtime)
+        if changed:
+            record["passed"] = False
+            record["changed"] = {k: list(v) for k, v in changed.items()}
+        return record
+
+
+def chapters(names: list[str]) -> list[Path]:
+    every = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    if not names:
+        return every
+    picked = []
+    for name in names:
+        match = [p for p in every if p.stem == name or p.stem.startswith(name)]
+        if len(match) != 1:
+            raise SimulationError(f"no single chapter matches {name!r}")
+        picked += match
+    return picked
+
+
+def describe_failure(name: str, record: dict) -> str:
+    lines = [f"{name}: FAILED"]
+    if record.get("changed"):
+        for package, (colab, now) in record["changed"].items():
+            lines.append(
+                f"  the set-up changed Colab's {package} {colab} to {now}: "
+                "Colab would ask for a restart"
+            )
+    if record.get("error"):
+        lines.append(textwrap.indent(record["error"], "  "))
+    return "\n".join(lines)
+
+
+def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
+    runtime = load_runtime()
+    python = find_python(runtime["python"])
+    version = run(
+        [python, "-c", "import platform; print(platform.python_version())"]
+    ).stdout.strip()
+    print(f"Colab runs Python {runtime['python']}; simulated with {version}")
+    base = base_environment(runtime, python)
+    config = _book_config()
+    with tempfile.TemporaryDirectory(prefix="colab-origin-") as origin:
+        repo = repository_snapshot(Path(origin) / "book.git", config["branch"])
+        results, failed = {}, 0
+        for path in chapters(names):
+            record = run_chapter(
+                path, base, python, repo, fast, runtime, timeout
+            )
+            results[path.stem] = record
+            if record["passed"]:
+                print(
+                    f"{path.stem}: passed in {record['seconds']:.0f} s "
+                    f"(set-up {record['setup_seconds']:.0f} s)"
+                )
+            else:
+                failed += 1
+                print(describe_failure(path.stem, record))
+    if write is not None:
+        if fast or names:
+            raise SimulationError(
+                "--write records the full form of every chapter"
+            )
+        write_results(write, runtime, version, results)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def _book_config() -> dict:
+    """_config.yml's repository block (the URL and branch Colab clones)."""
+    text = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    block = text.split("\nrepository:\n", 1)[1]
+    values = dict(
+        re.findall(r"^  (\w+): *(.*)$", block.split("\n\n", 1)[0], re.M)
+    )
+    return values
+
+
+def write_results(
+    folder: Path, runtime: dict, version: str, results: dict
+) -> None:
+    folder = Path(folder)
+    record = {
+        "about": (
+            "Each chapter run top to bottom on a fresh simulated Colab machine "
+            "by tools/colab.py (full form); seconds include the set-up cell "
+            "(clone and pip install)."
+        ),
+        "date": date.today().isoformat(),
+        "runtime_commit": runtime["commit"],
+        "python": version,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "chapters": results,
+    }
+    (folder / "colab_simulation.json").write_text(
+        json.dumps(record, indent=1) + "\n"
+    )
+    rows = [
+        "| chapter | passed | minutes | set-up (s) |",
+        "|---|---|---:|---:|",
+    ]
+    for name, r in results.items():
+        rows.append(
+            f"| {name} | {'yes' if r['passed'] else 'no'} | "
+            f"{r['seconds'] / 60:.1f} | {r['setup_seconds'] or 0:.0f} |"
+        )
+    (folder / "colab_simulation.md").write_text(
+        f"Chapters on a simulated Colab CPU runtime ({record['machine']}, "
+        f"Python {version}, {record['date']}; tools/colab.py)\n\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
+def colab_cost(seconds: float) -> str:
+    """How a chapter's "On Colab" note words its measured time."""
+    minutes = max(1, round(seconds / 60))
+    return f"about {minutes} minute{'s' if minutes > 1 else ''}"
+
+
+# --- describing the runtime ----------------------------------------------------
+
+
+def read_freeze(text: str) -> dict:
+    """{normalised name: version} of a `pip freeze` listing; a direct URL
+    reference keeps the version in its wheel's file name."""
+    versions = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if " @ " in line:
+            name, url = line.split(" @ ", 1)
+            found = re.search(
+                r"-(\d[^-]*)-(?:cp|py)\d", url.replace("%2B", "+")
+            )
+            versions[normalise(name)] = found[1] if found else url
+        else:
+            name, _, version = line.partition("==")
+            versions[normalise(name)] = version
+    return versions
+
+
+def describe(backend_info: Path, out: Path = RUNTIME) -> None:
+    """Rewrite tools/colab_runtime.json from a clone of Colab's backend-info
+    repository: install the book into a scratch environment of Colab's Python,
+    constrained to Colab's versions, and keep every installed package that Colab
+    preinstalls."""
+
+    def show(name):
+        return run(["git", "-C", backend_info, "show", f"HEAD:{name}"]).stdout
+
+    commit, day = run(
+        ["git", "-C", backend_info, "log", "-1", "--format=%H%n%cs"]
+    ).stdout.split()
+    cpu, gpu = (
+        read_freeze(show("pip-freeze.txt")),
+        read_freeze(show("pip-freeze.gpu.txt")),
+    )
+    os_lines = [
+        line
+        for line in show("os-info.txt").splitlines()
+        if not line.startswith("#")
+    ]
+    python_version = os_lines[1].split()[1]
+    torch_release = cpu["torch"].split("+")[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        constraints = scratch / "colab.txt"
+        constraints.write_text(
+            "\n".join(
+                line
+                for line in show("pip-freeze.txt").splitlines()
+                # URL references are not constraints; the CUDA libraries of
+                # PyPI's torch differ from what Colab's other packages pin
+                if "==" in line and not line.startswith(("#", "nvidia-"))
+            )
+        )
+        python = find_python(python_version)
+        run([python, "-m", "venv", scratch / "env"])
+        env_python = scratch / "env" / "bin" / "python"
+        run(
+            [
+                env_python,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "-c",
+                constraints,
+                f"torch=={torch_release}",
+                f"ipykernel=={cpu['ipykernel']}",
+                f"ipython=={cpu['ipython']}",
+                f"pip=={cpu['pip']}",
+                ROOT,
+            ]
+        )
+        installed = installed_versions(env_python)
+    preinstalled = {
+        name: cpu[name]
+        for name in sorted(installed)
+        if name in cpu and name != "torch" and not name.startswith("nvidia-")
+    }
+    differs = {n for n in preinstalled if gpu.get(n) != preinstalled[n]}
+    runtime = {
+        "about": (
+            "Google Colab's runtime as tools/colab.py rebuilds it: the Python "
+            "version and the preinstalled packages that installing the book "
+            "touches, at the versions of Colab's CPU runtime (the GPU runtime "
+            "has the same versions of these"
+            + (f", except {sorted(differs)}" if differs else "")
+            + "). Written by python tools/colab.py describe."
+        ),
+        "source": "https://github.com/googlecolab/backend-info "
+        "(os-info.txt, pip-freeze.txt, pip-freeze.gpu.txt)",
+        "commit": commit,
+        "commit_date": day,
+        "taken": date.today().isoformat(),
+        "os": os_lines[0],
+        "python": python_version,
+        "torch": {
+            "cpu_runtime": cpu["torch"],
+            "gpu_runtime": gpu.get("torch"),
+            "simulated": torch_release,
+            "why": (
+                "PyPI has no CPU build of torch for Linux; its build of the same "
+                "release is a CUDA one, which runs on a CPU too"
+            ),
+        },
+        "preinstalled": preinstalled,
+        "not_preinstalled": sorted(
+            n
+            for n in installed
+            if n not in cpu
+            and n != "transformer-course"
+            and not n.startswith(("nvidia-", "cuda-", "triton"))
+        ),
+    }
+    out.write_text(json.dumps(runtime, indent=1) + "\n", encoding="utf-8")
+    print(f"{out}: {len(preinstalled)} preinstalled packages pinned")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "chapters", nargs="*", help="chapter names (default: all)"
+    )
+    parser.add_argument(
+        "--fast", action="store_true", help="set-up and imports only"
+    )
+    parser.add_argument(
+        "--write", type=Path, help="folder for colab_simulation.json"
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=1200, help="seconds per cell"
+    )
+    parser.add_argument("--backend-info", type=Path, help="for describe")
+    args = parser.parse_args(argv)
+    try:
+        if args.chapters[:1] == ["describe"]:
+            if args.backend_info is None:
+                parser.error("describe needs --backend-info DIR")
+            describe(args.backend_info)
+            return 0
+        return simulate(args.chapters, args.fast, args.write, args.timeout)
+    except SimulationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
