@@ -366,9 +366,18 @@ def library_imports() -> list[str]:
     return found
 
 
-def colab_notebook(notebook: dict, repo: str, book: str, fast: bool) -> dict:
-    """The chapter as the simulation runs it."""
-    notebook = json.loads(json.dumps(notebook))
+def colab_notebook(
+    notebooks: list[dict], repo: str, book: str, fast: bool
+) -> dict:
+    """What the simulation runs on one machine: a chapter (full form), or the
+    set-up cell that the given chapters share and then every import of theirs
+    and of the library (fast form)."""
+    if not fast and len(notebooks) != 1:
+        raise SimulationError("the full form runs one chapter per machine")
+    setups = {cell_source(n["cells"][setup_cell_index(n)]) for n in notebooks}
+    if len(setups) != 1:
+        raise SimulationError("these chapters have different set-up cells")
+    notebook = json.loads(json.dumps(notebooks[0]))
     index = setup_cell_index(notebook)
     cells = notebook["cells"]
     setup = dict(cells[index])
@@ -377,9 +386,11 @@ def colab_notebook(notebook: dict, repo: str, book: str, fast: bool) -> dict:
     check = code_cell(SETUP_CHECK)
     if fast:
         imports = []
-        for cell in cells[index + 1 :]:
-            if cell["cell_type"] == "code":
-                imports += import_statements(python_of_cell(cell_source(cell)))
+        for chapter in notebooks:
+            for cell in chapter["cells"][setup_cell_index(chapter) + 1 :]:
+                if cell["cell_type"] == "code":
+                    code = python_of_cell(cell_source(cell))
+                    imports += import_statements(code)
         imports += library_imports()
         imports = list(dict.fromkeys(imports))
         notebook["cells"] = [setup, check, code_cell("\n".join(imports))]
@@ -413,8 +424,8 @@ def kernel_environment(python: Path, home: Path, ipython_dir: Path) -> dict:
         PATH=f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
         HOME=str(home),
         IPYTHONDIR=str(ipython_dir),
-        # Colab's kernels leave PyTorch's threads at its default; the machine
-        # here has two cores, as Colab's CPU runtime has two.
+        # debugpy's note on frozen modules, printed at every kernel start
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
     )
     return env
 
@@ -445,8 +456,8 @@ def write_kernel(folder: Path, python: Path) -> tuple[Path, Path]:
     return folder / "jupyter", folder / "ipython"
 
 
-def run_chapter(
-    path: Path,
+def run_machine(
+    paths: list[Path],
     base: Path,
     python: Path,
     repo: str,
@@ -454,7 +465,8 @@ def run_chapter(
     runtime: dict,
     timeout: int,
 ) -> dict:
-    """Run one chapter on a fresh simulated Colab machine; a result record."""
+    """Run a chapter (or, fast, the chapters sharing a set-up cell) on a fresh
+    simulated Colab machine; a result record."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
@@ -468,7 +480,7 @@ def run_chapter(
         book = scratch / "content" / "transformer-book"
         notebook = nbformat.from_dict(
             colab_notebook(
-                json.loads(path.read_text(encoding="utf-8")),
+                [json.loads(p.read_text(encoding="utf-8")) for p in paths],
                 repo,
                 str(book),
                 fast,
@@ -524,6 +536,20 @@ def chapters(names: list[str]) -> list[Path]:
     return picked
 
 
+def machines(paths: list[Path], fast: bool) -> list[list[Path]]:
+    """The chapters each simulated machine runs: one each (full form), or all
+    that share a set-up cell (fast form: running the same cell again on a fresh
+    machine would install the same thing)."""
+    if not fast:
+        return [[path] for path in paths]
+    groups = {}
+    for path in paths:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        setup = cell_source(notebook["cells"][setup_cell_index(notebook)])
+        groups.setdefault(setup, []).append(path)
+    return list(groups.values())
+
+
 def describe_failure(name: str, record: dict) -> str:
     lines = [f"{name}: FAILED"]
     if record.get("changed"):
@@ -549,19 +575,22 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
     with tempfile.TemporaryDirectory(prefix="colab-origin-") as origin:
         repo = repository_snapshot(Path(origin) / "book.git", config["branch"])
         results, failed = {}, 0
-        for path in chapters(names):
-            record = run_chapter(
-                path, base, python, repo, fast, runtime, timeout
+        for paths in machines(chapters(names), fast):
+            name = (
+                " ".join(p.stem[:2] for p in paths) if fast else paths[0].stem
             )
-            results[path.stem] = record
+            record = run_machine(
+                paths, base, python, repo, fast, runtime, timeout
+            )
+            results[name] = record
             if record["passed"]:
                 print(
-                    f"{path.stem}: passed in {record['seconds']:.0f} s "
+                    f"{name}: passed in {record['seconds']:.0f} s "
                     f"(set-up {record['setup_seconds']:.0f} s)"
                 )
             else:
                 failed += 1
-                print(describe_failure(path.stem, record))
+                print(describe_failure(name, record))
     if write is not None:
         if fast or names:
             raise SimulationError(
