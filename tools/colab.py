@@ -509,7 +509,7 @@ def run_machine(
                         )
             record["passed"] = True
         except (CellExecutionError, CellTimeoutError) as error:
-            record["error"] = str(error).strip()[-2500:]
+            record["error"] = short_error(error)
         finally:
             if old_path is None:
                 os.environ.pop("JUPYTER_PATH", None)
@@ -521,6 +521,13 @@ def run_machine(
             record["passed"] = False
             record["changed"] = {k: list(v) for k, v in changed.items()}
         return record
+
+
+def short_error(error: Exception) -> str:
+    """The end of a failed cell's traceback, without terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-12:])
 
 
 def chapters(names: list[str]) -> list[Path]:
