@@ -480,7 +480,7 @@ def run_machine(
         book = scratch / "content" / "transformer-book"
         notebook = nbformat.from_dict(
             colab_notebook(
-                [json.loads(p.read_text(encoding="utf-8")) for p in paths],
+                [nbformat.read(p, as_version=4) for p in paths],
                 repo,
                 str(book),
                 fast,
