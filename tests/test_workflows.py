@@ -8,6 +8,7 @@ agree with the repository's. actionlint comes with requirements.txt (the
 except under CI=true, where they fail.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -126,3 +127,16 @@ def test_site_address_agrees_with_the_repository():
     assert f"<{site}>" in readme
     pages = (WORKFLOWS / "pages.yml").read_text(encoding="utf-8")
     assert site in pages and f"/{name}/" in pages
+
+
+def test_ci_workflow_has_colabs_python_for_the_colab_simulation():
+    runtime = json.loads((ROOT / "tools" / "colab_runtime.json").read_text())
+    minor = ".".join(runtime["python"].split(".")[:2])
+    (setup,) = [
+        s
+        for s in steps(workflow("ci.yml"))
+        if "setup-python" in s.get("uses", "")
+    ]
+    versions = str(setup["with"]["python-version"]).split()
+    assert minor in versions, f"tests/test_colab.py needs Python {minor} in CI"
+    assert versions[-1] == "3.11", "the default Python stays the README's"

@@ -1,0 +1,308 @@
+"""Colab, simulated (tools/colab.py): its runtime description, the pieces that
+rewrite and read the chapters, the fast form on every chapter, and the "On
+Colab" note of each chapter against the full form's measured times."""
+
+import ast
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import colab  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+# --- the runtime description ---------------------------------------------------
+
+
+def test_runtime_description_is_pinned_and_sourced():
+    runtime = colab.load_runtime()
+    assert "googlecolab/backend-info" in runtime["source"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", runtime["commit_date"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", runtime["taken"])
+    assert runtime["python"].startswith("3.13.")
+    torch = runtime["torch"]
+    assert torch["simulated"] == torch["cpu_runtime"].split("+")[0]
+    assert torch["gpu_runtime"].split("+")[0] == torch["simulated"]
+    # the packages the book touches are there, at exact versions
+    for name in ("numpy", "matplotlib", "nltk", "tokenizers", "tqdm", "scipy"):
+        assert re.fullmatch(r"\d[\w.+]*", runtime["preinstalled"][name])
+    assert {"gensim", "sacrebleu", "polib", "num2words"} <= set(
+        runtime["not_preinstalled"]
+    )
+
+
+@pytest.mark.parametrize(
+    "change, complaint",
+    [
+        (lambda r: r.pop("commit"), "missing"),
+        (lambda r: r.update(python="3.13"), "3.13.15"),
+        (lambda r: r["preinstalled"].update(numpy=">=2"), "numpy"),
+        (lambda r: r["preinstalled"].update(torch="2.11.0"), "torch block"),
+    ],
+)
+def test_load_runtime_refuses_a_loose_description(tmp_path, change, complaint):
+    runtime = json.loads(colab.RUNTIME.read_text())
+    change(runtime)
+    path = tmp_path / "runtime.json"
+    path.write_text(json.dumps(runtime))
+    with pytest.raises(colab.SimulationError, match=complaint):
+        colab.load_runtime(path)
+
+
+def test_changed_packages_finds_every_departure_from_colab():
+    runtime = {
+        "preinstalled": {"numpy": "2.1.3", "scipy": "1.16.3", "tqdm": "4.67.3"},
+        "torch": {"simulated": "2.11.0"},
+    }
+    same = {"numpy": "2.1.3", "scipy": "1.16.3", "tqdm": "4.67.3"}
+    assert colab.changed_packages(dict(same, torch="2.11.0"), runtime) == {}
+    installed = dict(same, numpy="2.4.6", scipy="1.13.1", torch="2.11.0")
+    del installed["tqdm"]
+    assert colab.changed_packages(installed, runtime) == {
+        "numpy": ("2.1.3", "2.4.6"),  # an upgrade: a restart on Colab
+        "scipy": ("1.16.3", "1.13.1"),  # a downgrade
+        "tqdm": ("4.67.3", None),  # gone
+    }
+
+
+def test_read_freeze_takes_versions_from_direct_references():
+    text = (
+        "# generated\n"
+        "numpy==2.1.3\n"
+        "torch @ https://example.org/whl/cpu/torch-2.11.0%2Bcpu-cp313-cp313-"
+        "manylinux_2_28_x86_64.whl\n"
+        "Jinja2==3.1.6\n"
+    )
+    assert colab.read_freeze(text) == {
+        "numpy": "2.1.3",
+        "torch": "2.11.0+cpu",
+        "jinja2": "3.1.6",
+    }
+
+
+# --- rewriting and reading the chapters ------------------------------------------
+
+
+def setup_source(path=CHAPTERS[0]):
+    notebook = read(path)
+    return notebook.cells[colab.setup_cell_index(notebook)].source
+
+
+def test_setup_cell_is_pointed_at_the_snapshot_and_scratch_folder():
+    pointed = colab.point_setup_cell(
+        setup_source(), "file:///tmp/origin.git", "/tmp/x/transformer-book"
+    )
+    assert '    repo = "file:///tmp/origin.git"\n' in pointed
+    assert '    book = "/tmp/x/transformer-book"\n' in pointed
+    assert "github.com" not in pointed and "/content" not in pointed
+    # the rest of the cell is the chapter's own
+    assert pointed.count("\n") == setup_source().count("\n")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s.replace('book = "', 'folder = "'),  # no book
+        lambda s: s + '\n    repo = "again"',  # two repos
+    ],
+)
+def test_point_setup_cell_refuses_a_cell_it_cannot_point(edit):
+    with pytest.raises(colab.SimulationError, match="once"):
+        colab.point_setup_cell(edit(setup_source()), "file:///o", "/b")
+
+
+def test_a_chapter_without_the_setup_cell_is_refused():
+    notebook = read(CHAPTERS[0])
+    notebook.cells = [
+        c for c in notebook.cells if colab.SETUP_MARKER not in c.source
+    ]
+    with pytest.raises(colab.SimulationError, match="set-up cell"):
+        colab.setup_cell_index(notebook)
+
+
+def test_import_statements_include_lazy_ones_and_skip_guarded_ones():
+    code = (
+        "import numpy as np\n"
+        "from . import sibling\n"
+        "from __future__ import annotations\n"
+        "def f():\n"
+        "    from num2words import num2words\n"
+        "try:\n"
+        "    import optional_thing\n"
+        "except ImportError:\n"
+        "    optional_thing = None\n"
+        "import numpy as np\n"
+    )
+    assert colab.import_statements(code) == [
+        "import numpy as np",
+        "from num2words import num2words",
+    ]
+
+
+def test_magics_are_python_before_imports_are_read():
+    code = colab.python_of_cell(
+        "%config InlineBackend.figure_format = 'retina'\n!ls\nimport torch\n"
+    )
+    assert colab.import_statements(code) == ["import torch"]
+
+
+def test_fast_form_runs_setup_then_every_import_of_the_chapters():
+    notebooks = [read(p) for p in CHAPTERS if p.stem[:2] in ("07", "08")]
+    fast = colab.colab_notebook(notebooks, "file:///o", "/b", fast=True)
+    setup, check, imports = (c["source"] for c in fast["cells"])
+    assert 'repo = "file:///o"' in setup
+    assert "_exit_code == 0" in check
+    assert "import sacrebleu" in imports  # chapter 8's
+    assert "import polib" in imports  # the library's
+    assert "from num2words import num2words" in imports  # a lazy import
+    ast.parse(imports)
+
+
+def test_full_form_is_the_chapter_with_the_check_after_its_setup():
+    notebook = read(CHAPTERS[3])
+    full = colab.colab_notebook([notebook], "file:///o", "/b", fast=False)
+    index = colab.setup_cell_index(notebook)
+    assert len(full["cells"]) == len(notebook.cells) + 1
+    assert full["cells"][index + 1]["source"] == colab.SETUP_CHECK
+    assert full["cells"][-1]["source"] == notebook.cells[-1].source
+
+
+def test_fast_form_groups_only_chapters_with_one_setup_cell(tmp_path):
+    notebook = read(CHAPTERS[0])
+    index = colab.setup_cell_index(notebook)
+    other = read(CHAPTERS[0])
+    other.cells[index].source += " extra==1.0"
+    paths = [
+        tmp_path / "00_a.ipynb",
+        tmp_path / "01_b.ipynb",
+        tmp_path / "02_c.ipynb",
+    ]
+    for path, nb in zip(paths, [notebook, other, notebook], strict=True):
+        nbformat.write(nb, path)
+    assert colab.machines(paths, fast=True) == [
+        [paths[0], paths[2]],
+        [paths[1]],
+    ]
+    assert colab.machines(paths, fast=False) == [[p] for p in paths]
+    with pytest.raises(colab.SimulationError, match="different set-up"):
+        colab.colab_notebook([notebook, other], "file:///o", "/b", fast=True)
+
+
+def test_every_package_a_chapter_imports_is_a_dependency():
+    """What the set-up cell installs is the package with its dependencies: a
+    chapter or library module importing anything else fails on Colab (or works
+    there only by luck of what Colab preinstalls)."""
+    declared = {
+        colab.normalise(re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0])
+        for requirement in tomllib.loads((ROOT / "pyproject.toml").read_text())[
+            "project"
+        ]["dependencies"]
+    }
+    kernel = {"ipython"}  # the notebook's own kernel
+    owners = importlib.metadata.packages_distributions()
+    statements = colab.library_imports()
+    for path in CHAPTERS:
+        for cell in read(path).cells:
+            if cell.cell_type == "code":
+                code = colab.python_of_cell(cell.source)
+                statements += [
+                    (s, path.stem) for s in colab.import_statements(code)
+                ]
+    undeclared = set()
+    for item in statements:
+        statement, where = (
+            item if isinstance(item, tuple) else (item, "library")
+        )
+        node = ast.parse(statement).body[0]
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module]
+        )
+        for name in names:
+            top = name.split(".")[0]
+            if top in sys.stdlib_module_names or top == "transformer_course":
+                continue
+            dists = {colab.normalise(d) for d in owners.get(top, [top])}
+            if not dists & (declared | kernel):
+                undeclared.add(f"{where}: {statement}")
+    assert not undeclared, sorted(undeclared)
+
+
+# --- the simulation itself ---------------------------------------------------------
+
+
+def colab_python_or_skip():
+    try:
+        return colab.find_python(colab.load_runtime()["python"])
+    except colab.SimulationError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{error} (CI must run the Colab simulation)")
+        pytest.skip(str(error))
+
+
+def test_every_chapter_starts_on_simulated_colab():
+    """The fast form: on a fresh simulated Colab machine the set-up cell clones
+    this commit and installs the library, then every import of every chapter
+    and of the library works, and no preinstalled package changed version.
+    The first run builds Colab's packages once (about 5 GB, a minute or two)."""
+    colab_python_or_skip()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "colab.py"), "--fast"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert re.search(r"^\d+ passed, 0 failed$", result.stdout, re.M)
+
+
+# --- what each chapter tells a Colab reader ------------------------------------------
+
+NOTE = "**On Colab:**"
+
+
+def colab_note(notebook) -> str:
+    index = colab.setup_cell_index(notebook)
+    before = notebook.cells[index - 1]
+    assert before.cell_type == "markdown" and before.source.startswith(NOTE), (
+        f"the cell before the set-up cell must be the chapter's {NOTE} note"
+    )
+    return before.source
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_colab_note_quotes_the_simulated_run(path):
+    results = json.loads(colab.RESULTS.read_text())
+    assert results["runtime_commit"] == colab.load_runtime()["commit"], (
+        "the runtime changed since the full form ran: run python tools/colab.py "
+        "--write benchmarks/results"
+    )
+    record = results["chapters"][path.stem]
+    assert record["passed"], f"{path.stem} failed on simulated Colab"
+    note = colab_note(read(path))
+    cost = colab.colab_cost(record["seconds"])
+    assert cost in note, f"{path.stem}: the note must say {cost!r}:\n{note}"
+    assert "CPU" in note
+
+
+def test_colab_cost_wording():
+    assert colab.colab_cost(20) == "about 1 minute"
+    assert colab.colab_cost(100) == "about 2 minutes"
+    assert colab.colab_cost(629) == "about 10 minutes"
