@@ -303,6 +303,7 @@ def test_colab_note_quotes_the_simulated_run(path):
 
 
 def test_colab_cost_wording():
-    assert colab.colab_cost(20) == "about 1 minute"
+    assert colab.colab_cost(20) == "less than a minute"
+    assert colab.colab_cost(80) == "about 1 minute"
     assert colab.colab_cost(100) == "about 2 minutes"
-    assert colab.colab_cost(629) == "about 10 minutes"
+    assert colab.colab_cost(270) == "about 5 minutes"  # 4.5 rounds up

@@ -579,6 +579,7 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
     print(f"Colab runs Python {runtime['python']}; simulated with {version}")
     base = base_environment(runtime, python)
     config = _book_config()
+    commit = run(["git", "-C", ROOT, "rev-parse", "HEAD"]).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="colab-origin-") as origin:
         repo = repository_snapshot(Path(origin) / "book.git", config["branch"])
         results, failed = {}, 0
@@ -603,7 +604,7 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
             raise SimulationError(
                 "--write records the full form of every chapter"
             )
-        write_results(write, runtime, version, results)
+        write_results(write, runtime, version, results, commit)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -619,7 +620,7 @@ def _book_config() -> dict:
 
 
 def write_results(
-    folder: Path, runtime: dict, version: str, results: dict
+    folder: Path, runtime: dict, version: str, results: dict, commit: str
 ) -> None:
     folder = Path(folder)
     record = {
@@ -632,6 +633,7 @@ def write_results(
         "runtime_commit": runtime["commit"],
         "python": version,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "repository_commit": commit,
         "chapters": results,
     }
     (folder / "colab_simulation.json").write_text(
@@ -648,15 +650,16 @@ def write_results(
         )
     (folder / "colab_simulation.md").write_text(
         f"Chapters on a simulated Colab CPU runtime ({record['machine']}, "
-        f"Python {version}, {record['date']}; tools/colab.py)\n\n"
-        + "\n".join(rows)
-        + "\n"
+        f"Python {version}, {record['date']}; tools/colab.py on commit "
+        f"{commit[:7]})\n\n" + "\n".join(rows) + "\n"
     )
 
 
 def colab_cost(seconds: float) -> str:
     """How a chapter's "On Colab" note words its measured time."""
-    minutes = max(1, round(seconds / 60))
+    if seconds < 60:
+        return "less than a minute"
+    minutes = int(seconds / 60 + 0.5)  # half a minute rounds up
     return f"about {minutes} minute{'s' if minutes > 1 else ''}"
 
 
