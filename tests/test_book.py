@@ -87,7 +87,8 @@ def expected_setup_cell() -> str:
     benchmarks/results/, as they do in a local checkout), moves into its book/
     folder and installs the library from the clone: pyproject.toml's
     dependencies are all a chapter needs (tools/colab.py checks it). IPython
-    expands `{repo}` and `{book}` in the `!` and `%` lines.
+    expands `{repo}` and `{book}` in the `!` and `%` lines; a failed command
+    there only prints, and sets `_exit_code`, which the last line checks.
     """
     repository = CONFIG["repository"]
     url = repository["url"].rstrip("/")
@@ -103,7 +104,8 @@ def expected_setup_cell() -> str:
         f'    book = "/content/{folder}"\n'
         f"    !test -d {{book}} || {clone} {{repo}} {{book}}\n"
         "    %cd {book}/book\n"
-        "    %pip install --quiet {book}"
+        "    %pip install --quiet {book}\n"
+        '    assert _exit_code == 0, "installing the book failed: see above"'
     )
 
 

@@ -18,21 +18,28 @@ script rebuilds that here and runs every chapter in it:
    stand-in module) as Colab's does.
 3. **The chapter's own set-up cell**, with its repository pointed at a snapshot of
    this repository's HEAD (what Colab would clone; commit first) and its folder at
-   a scratch folder instead of /content.
+   a scratch folder instead of /content. Its last line asserts that pip worked;
+   the simulation then checks that the kernel stands in the clone's book/.
 4. **Then the chapter**, top to bottom (full form), or only what a chapter needs to
    start (fast form, run by tests/test_colab.py in CI): the set-up cell, then every
    import statement of the chapter's cells and of the library, lazy ones included.
 5. **Afterwards,** no preinstalled package may have another version: on Colab that
    would ask the reader to restart the session, or break what is already imported.
+   And nothing may be installed that the runtime file does not know (Colab may
+   preinstall it at another version): then the file is stale, run describe.
 
     python tools/colab.py --fast            # every chapter, fast form
     python tools/colab.py --write benchmarks/results     # full form, timed
     python tools/colab.py 07_training       # one chapter, full form
+    python tools/colab.py --write benchmarks/results 07  # re-time one chapter
     python tools/colab.py describe --backend-info DIR    # rewrite the runtime file
 
-The full form writes each chapter's time (set-up included) to
-benchmarks/results/colab_simulation.json, which each chapter's "On Colab" note
-quotes (tests/test_colab.py keeps them in agreement).
+With --write (on a committed tree) the full form records each chapter's time,
+set-up included, with a fingerprint of the chapter's code cells and the
+dependencies, in benchmarks/results/colab_simulation.json; each chapter's "On
+Colab" note quotes it, and tests/test_colab.py fails when a note and the file
+disagree or a chapter changed since its time was taken. The base lives in
+~/.cache/transformer_course_colab ($TRANSFORMER_COURSE_COLAB_CACHE).
 """
 
 from __future__ import annotations
@@ -172,7 +179,8 @@ def find_python(version: str) -> Path:
 
 
 def cache_dir() -> Path:
-    default = Path.home() / ".cache" / "transformer_course" / "colab"
+    # apart from the library's model cache: clearing that keeps this
+    default = Path.home() / ".cache" / "transformer_course_colab"
     return Path(os.environ.get("TRANSFORMER_COURSE_COLAB_CACHE", default))
 
 
@@ -201,37 +209,42 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def base_environment(runtime: dict, python: Path, log=print) -> Path:
-    """The cached environment holding Colab's preinstalled versions."""
+@contextlib.contextmanager
+def base_environment(runtime: dict, python: Path, version: str, log=print):
+    """The cached environment holding Colab's preinstalled versions, built
+    once. While a simulation uses it, it holds a shared lock: a build (which
+    deletes the bases of older runtime files, about 5 GB each) waits."""
     recipe = json.dumps(
-        [base_pins(runtime), COLAB_STUB, BUILDER_VERSION, str(python)]
+        [base_pins(runtime), COLAB_STUB, BUILDER_VERSION, version]
     )
     key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     cache = cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     base = cache / f"base-{key}"
     with open(cache / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time
-        if (base / "READY").exists():
-            return base
-        for old in cache.glob("base-*"):  # about 5 GB each
-            shutil.rmtree(old)
-        log(f"building Colab's preinstalled packages in {base} (once)")
-        run([python, "-m", "venv", base])
-        pins = base_pins(runtime)
-        run([base / "bin" / "python", "-m", "pip", "install", "-q", *pins])
-        stub = site_packages(base) / "google" / "colab" / "__init__.py"
-        stub.parent.mkdir(parents=True)  # google/ stays a namespace package
-        stub.write_text(COLAB_STUB)
-        wrong = changed_packages(
-            installed_versions(base / "bin" / "python"), runtime
-        )
-        if wrong:
-            raise SimulationError(
-                f"the base environment is not Colab's: {wrong}"
-            )
-        (base / "READY").write_text(recipe)
-    return base
+        fcntl.flock(lock, fcntl.LOCK_EX)  # alone: nobody else uses a base
+        if not (base / "READY").exists():
+            for old in cache.glob("base-*"):
+                shutil.rmtree(old)
+            log(f"building Colab's preinstalled packages in {base} (once)")
+            build_base(base, runtime, python, recipe)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        yield base
+
+
+def build_base(base: Path, runtime: dict, python: Path, recipe: str) -> None:
+    run([python, "-m", "venv", base])
+    pip = [base / "bin" / "python", "-m", "pip", "install", "-q"]
+    run([*pip, "--no-cache-dir", *base_pins(runtime)])
+    stub = site_packages(base) / "google" / "colab" / "__init__.py"
+    stub.parent.mkdir(parents=True)  # google/ stays a namespace package
+    stub.write_text(COLAB_STUB)
+    wrong = changed_packages(
+        installed_versions(base / "bin" / "python"), runtime
+    )
+    if wrong:
+        raise SimulationError(f"the base environment is not Colab's: {wrong}")
+    (base / "READY").write_text(recipe)
 
 
 def fresh_environment(base: Path, python: Path, folder: Path) -> Path:
@@ -243,26 +256,19 @@ def fresh_environment(base: Path, python: Path, folder: Path) -> Path:
     return folder / "bin" / "python"
 
 
+def uncommitted_changes() -> str:
+    """git status of this checkout: what a snapshot of HEAD leaves out."""
+    return run(["git", "-C", ROOT, "status", "--porcelain"]).stdout.strip()
+
+
 def repository_snapshot(folder: Path, branch: str) -> str:
     """A bare repository whose `branch` is this repository's HEAD: what Colab
     clones. Uncommitted changes are not in it."""
-    dirty = run(
-        ["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]
-    ).stdout
-    if dirty.strip():
-        print("warning: uncommitted changes are not simulated (commit first)")
     run(["git", "init", "--quiet", "--bare", folder])
-    run(
-        [
-            "git",
-            "-C",
-            ROOT,
-            "push",
-            "--quiet",
-            folder,
-            f"HEAD:refs/heads/{branch}",
-        ]
-    )
+    # a shallow checkout (GitHub's actions/checkout) pushes a shallow history
+    run(["git", "-C", folder, "config", "receive.shallowUpdate", "true"])
+    push = ["git", "-C", ROOT, "push", "--quiet", folder]
+    run([*push, f"HEAD:refs/heads/{branch}"])
     return f"file://{folder}"
 
 
@@ -304,28 +310,35 @@ def point_setup_cell(source: str, repo: str, book: str) -> str:
     return source
 
 
-# Run right after the set-up cell: IPython's %pip reports failure only through
-# _exit_code, and the cell must leave the kernel in the clone's book/ folder.
+# Run right after the set-up cell (whose last line asserts that pip worked):
+# IPython's %cd only prints a failure, and the chapter must run in the clone's
+# book/ folder, where its relative paths (../benchmarks/results) lead.
 SETUP_CHECK = textwrap.dedent(
     """\
     import os as _os
 
-    assert _exit_code == 0, f"the set-up cell's pip failed ({_exit_code})"
-    assert _os.getcwd() == f"{book}/book", _os.getcwd()
+    assert _os.path.samefile(_os.getcwd(), f"{book}/book"), _os.getcwd()
     """
 )
+
+# Cell magics whose body is Python that runs (its imports count).
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
 
 
 def python_of_cell(source: str) -> str:
     """A cell's IPython source as plain Python (magics become calls)."""
     from IPython.core.inputtransformer2 import TransformerManager
 
+    first, _, body = source.lstrip().partition("\n")
+    if first.split()[:1] and first.split()[0] in PYTHON_CELL_MAGICS:
+        source = body
     return TransformerManager().transform_cell(source)
 
 
 def import_statements(code: str) -> list[str]:
     """Every import statement of the code, at any depth (lazy imports inside
-    functions included), except those guarded by `except ImportError`."""
+    functions included), except those guarded by `except ImportError` or
+    `if TYPE_CHECKING`."""
     tree = ast.parse(code)
     guarded = set()
     for node in ast.walk(tree):
@@ -337,6 +350,10 @@ def import_statements(code: str) -> list[str]:
                 for name in ast.walk(handler.type)
             )
             for handler in node.handlers
+        ):
+            guarded |= {id(n) for n in ast.walk(ast.Module(node.body, []))}
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(
+            node.test
         ):
             guarded |= {id(n) for n in ast.walk(ast.Module(node.body, []))}
     found = []
@@ -413,15 +430,23 @@ def code_cell(source: str) -> dict:
 # --- running a chapter ---------------------------------------------------------
 
 
-def kernel_environment(python: Path, home: Path, ipython_dir: Path) -> dict:
-    """The kernel's environment: this machine's pip settings (the registries),
+def kernel_environment(
+    python: Path, base: Path, home: Path, ipython_dir: Path
+) -> dict:
+    """The kernel's environment: this machine's pip settings (the registries:
+    PIP_* variables, and the user's pip.conf copied into the new home),
     nothing of this checkout's (no TRANSFORMER_COURSE_* caches, no .venv)."""
     keep = ("LANG", "LC_ALL", "TZ", "TERM")
     env = {
         k: v for k, v in os.environ.items() if k in keep or k.startswith("PIP_")
     }
+    user_pip = Path.home() / ".config" / "pip" / "pip.conf"
+    if user_pip.exists():
+        (home / ".config" / "pip").mkdir(parents=True, exist_ok=True)
+        shutil.copy(user_pip, home / ".config" / "pip" / "pip.conf")
     env.update(
-        PATH=f"{python.parent}:/usr/local/bin:/usr/bin:/bin",
+        # the base's console scripts too, as Colab's are on its PATH
+        PATH=f"{python.parent}:{base / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         HOME=str(home),
         IPYTHONDIR=str(ipython_dir),
         # debugpy's note on frozen modules, printed at every kernel start
@@ -469,7 +494,11 @@ def run_machine(
     simulated Colab machine; a result record."""
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    from nbclient.exceptions import (
+        CellExecutionError,
+        CellTimeoutError,
+        DeadKernelError,
+    )
 
     with tempfile.TemporaryDirectory(prefix="colab-") as scratch:
         scratch = Path(scratch)
@@ -492,7 +521,9 @@ def run_machine(
             kernel_name="colab",
             resources={"metadata": {"path": str(scratch / "content")}},
         )
-        env = kernel_environment(env_python, scratch / "root", ipython_dir)
+        env = kernel_environment(
+            env_python, base, scratch / "root", ipython_dir
+        )
         record = {"passed": False, "error": None, "setup_seconds": None}
         start = time.perf_counter()
         old_path = os.environ.get("JUPYTER_PATH")
@@ -510,17 +541,48 @@ def run_machine(
             record["passed"] = True
         except (CellExecutionError, CellTimeoutError) as error:
             record["error"] = short_error(error)
+        except (DeadKernelError, RuntimeError) as error:  # killed, or no start
+            record["error"] = (
+                f"the kernel died: {type(error).__name__}: {error}"
+            )
         finally:
             if old_path is None:
                 os.environ.pop("JUPYTER_PATH", None)
             else:
                 os.environ["JUPYTER_PATH"] = old_path
         record["seconds"] = round(time.perf_counter() - start, 1)
-        changed = changed_packages(installed_versions(env_python), runtime)
-        if changed:
-            record["passed"] = False
-            record["changed"] = {k: list(v) for k, v in changed.items()}
-        return record
+        return verdict(
+            record,
+            installed_versions(env_python),
+            own_distributions(scratch / "env"),
+            runtime,
+        )
+
+
+def own_distributions(env: Path) -> set[str]:
+    """The distributions installed into an environment itself (not seen
+    through its .pth file): what the set-up cell installed."""
+    return {
+        normalise(path.name.split("-")[0])
+        for path in site_packages(env).glob("*.dist-info")
+    }
+
+
+def verdict(record: dict, installed: dict, own: set, runtime: dict) -> dict:
+    """A machine's record, failed when the set-up changed a preinstalled
+    package (Colab would ask for a restart) or installed one that the
+    runtime file does not know (it is stale: re-run describe)."""
+    record = dict(record)
+    changed = changed_packages(installed, runtime)
+    if changed:
+        record["changed"] = {k: list(v) for k, v in changed.items()}
+    known = set(runtime["not_preinstalled"]) | {"transformer-course"}
+    unknown = sorted(own - known - set(runtime["preinstalled"]) - {"torch"})
+    if unknown:
+        record["unknown"] = unknown
+    if changed or unknown:
+        record["passed"] = False
+    return record
 
 
 def short_error(error: Exception) -> str:
@@ -559,6 +621,12 @@ def machines(paths: list[Path], fast: bool) -> list[list[Path]]:
 
 def describe_failure(name: str, record: dict) -> str:
     lines = [f"{name}: FAILED"]
+    if record.get("unknown"):
+        lines.append(
+            f"  the set-up installed {', '.join(record['unknown'])}, which "
+            "tools/colab_runtime.json does not list (preinstalled on Colab, "
+            "at which version?): run python tools/colab.py describe"
+        )
     if record.get("changed"):
         for package, (colab, now) in record["changed"].items():
             lines.append(
@@ -571,25 +639,44 @@ def describe_failure(name: str, record: dict) -> str:
 
 
 def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
+    if write is not None and fast:
+        raise SimulationError("--write records the full form, not --fast")
+    paths = chapters(names)
+    if not paths:
+        raise SimulationError("no chapters found in book/")
+    if uncommitted_changes():
+        if write is not None:
+            raise SimulationError(
+                "uncommitted changes: --write records the times of HEAD, "
+                "so commit first"
+            )
+        print("warning: uncommitted changes are not simulated (commit first)")
     runtime = load_runtime()
     python = find_python(runtime["python"])
     version = run(
         [python, "-c", "import platform; print(platform.python_version())"]
     ).stdout.strip()
     print(f"Colab runs Python {runtime['python']}; simulated with {version}")
-    base = base_environment(runtime, python)
-    config = _book_config()
     commit = run(["git", "-C", ROOT, "rev-parse", "HEAD"]).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="colab-origin-") as origin:
-        repo = repository_snapshot(Path(origin) / "book.git", config["branch"])
-        results, failed = {}, 0
-        for paths in machines(chapters(names), fast):
+    results, failed = {}, 0
+    with (
+        base_environment(runtime, python, version) as base,
+        tempfile.TemporaryDirectory(prefix="colab-origin-") as origin,
+    ):
+        repo = repository_snapshot(Path(origin) / "book.git", book_branch())
+        for group in machines(paths, fast):
             name = (
-                " ".join(p.stem[:2] for p in paths) if fast else paths[0].stem
+                " ".join(p.stem[:2] for p in group) if fast else group[0].stem
             )
             record = run_machine(
-                paths, base, python, repo, fast, runtime, timeout
+                group, base, python, repo, fast, runtime, timeout
             )
+            if not fast:
+                record.update(
+                    commit=commit,
+                    date=date.today().isoformat(),
+                    fingerprint=fingerprint(group[0], runtime),
+                )
             results[name] = record
             if record["passed"]:
                 print(
@@ -600,58 +687,72 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
                 failed += 1
                 print(describe_failure(name, record))
     if write is not None:
-        if fast or names:
-            raise SimulationError(
-                "--write records the full form of every chapter"
-            )
-        write_results(write, runtime, version, results, commit)
+        write_results(write, runtime, version, results)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
-def _book_config() -> dict:
-    """_config.yml's repository block (the URL and branch Colab clones)."""
-    text = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    block = text.split("\nrepository:\n", 1)[1]
-    values = dict(
-        re.findall(r"^  (\w+): *(.*)$", block.split("\n\n", 1)[0], re.M)
-    )
-    return values
+def fingerprint(path: Path, runtime: dict) -> str:
+    """What a chapter's measured time depends on: its code cells, the
+    package's dependencies and Colab's runtime. tests/test_colab.py fails when
+    a chapter's fingerprint is not the one its time was measured with."""
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+    code = [
+        cell_source(c) for c in notebook["cells"] if c["cell_type"] == "code"
+    ]
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    dependencies = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
+    parts = [*code, dependencies, runtime["commit"]]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def book_branch() -> str:
+    """The branch Colab clones: _config.yml's repository.branch."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return config["repository"]["branch"]
 
 
 def write_results(
-    folder: Path, runtime: dict, version: str, results: dict, commit: str
+    folder: Path, runtime: dict, version: str, results: dict
 ) -> None:
-    folder = Path(folder)
+    """Merge the chapters just run into folder/colab_simulation.json (all of
+    them are replaced when the runtime file changed) and write its table."""
+    path = Path(folder) / "colab_simulation.json"
+    chapters_before = {}
+    if path.exists():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        if before.get("runtime_commit") == runtime["commit"]:
+            chapters_before = before["chapters"]
+    merged = dict(sorted({**chapters_before, **results}.items()))
     record = {
         "about": (
             "Each chapter run top to bottom on a fresh simulated Colab machine "
             "by tools/colab.py (full form); seconds include the set-up cell "
-            "(clone and pip install)."
+            "(clone and pip install). Each chapter's commit, date and "
+            "fingerprint (its code cells, the dependencies, the runtime) are "
+            "those of its run."
         ),
-        "date": date.today().isoformat(),
         "runtime_commit": runtime["commit"],
         "python": version,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "repository_commit": commit,
-        "chapters": results,
+        "chapters": merged,
     }
-    (folder / "colab_simulation.json").write_text(
-        json.dumps(record, indent=1) + "\n"
-    )
+    path.write_text(json.dumps(record, indent=1) + "\n")
     rows = [
-        "| chapter | passed | minutes | set-up (s) |",
-        "|---|---|---:|---:|",
+        "| chapter | passed | minutes | set-up (s) | commit | date |",
+        "|---|---|---:|---:|---|---|",
     ]
-    for name, r in results.items():
+    for name, r in merged.items():
         rows.append(
             f"| {name} | {'yes' if r['passed'] else 'no'} | "
-            f"{r['seconds'] / 60:.1f} | {r['setup_seconds'] or 0:.0f} |"
+            f"{r['seconds'] / 60:.1f} | {r['setup_seconds'] or 0:.0f} | "
+            f"{r['commit'][:7]} | {r['date']} |"
         )
-    (folder / "colab_simulation.md").write_text(
+    path.with_suffix(".md").write_text(
         f"Chapters on a simulated Colab CPU runtime ({record['machine']}, "
-        f"Python {version}, {record['date']}; tools/colab.py on commit "
-        f"{commit[:7]})\n\n" + "\n".join(rows) + "\n"
+        f"Python {version}; tools/colab.py)\n\n" + "\n".join(rows) + "\n"
     )
 
 
