@@ -10,8 +10,8 @@ from pathlib import Path
 
 def read_seeds(experiment: str, folder="../benchmarks/results") -> dict | None:
     """The multi-seed results benchmarks/training_seeds.py wrote for
-    `experiment`, or None where the repository is not at hand (on Colab only
-    the package is installed)."""
+    `experiment`, or None where the repository is not at hand (only the
+    package is installed)."""
     path = Path(folder) / f"seeds_{experiment}.json"
     return json.loads(path.read_text()) if path.exists() else None
 
