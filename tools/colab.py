@@ -688,6 +688,7 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
                 print(describe_failure(name, record))
     if write is not None:
         write_results(write, runtime, version, results)
+        write_notes(Path(write) / RESULTS.name)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -762,6 +763,68 @@ def colab_cost(seconds: float) -> str:
         return "less than a minute"
     minutes = int(seconds / 60 + 0.5)  # half a minute rounds up
     return f"about {minutes} minute{'s' if minutes > 1 else ''}"
+
+
+NOTE = "**On Colab:**"
+GPU_CHAPTERS = (
+    "07",
+    "08",
+    "09",
+)  # the chapters that train on a GPU if Colab has one
+
+
+def colab_note(stem: str, seconds: float) -> str:
+    """A chapter's "On Colab" note, the markdown cell just above its set-up
+    cell: the runtime to pick and the chapter's measured time."""
+    cost = colab_cost(seconds)
+    measured = (
+        "measured in a simulation of Colab's CPU runtime on two cores "
+        "(`tools/colab.py`); Colab's own machines may be slower."
+    )
+    if stem.startswith("00"):
+        text = (
+            f"{NOTE} the default CPU runtime is enough for every chapter of "
+            "this book, and a note like this one opens each chapter with what "
+            f"it costs there. This one runs top to bottom in {cost} from a "
+            f"fresh runtime, its set-up cell's clone and install included, "
+            f"{measured}"
+        )
+    else:
+        text = (
+            f"{NOTE} the default CPU runtime is enough. From a fresh runtime "
+            f"the chapter runs top to bottom in {cost} there, its set-up "
+            f"cell's clone and install included, {measured}"
+        )
+    paragraphs = [text]
+    if stem[:2] in GPU_CHAPTERS:
+        paragraphs.append(
+            "A GPU runtime (a T4) would train the chapter's models on the GPU, "
+            "in float16. The book's machines have no GPU, so that path is "
+            "untested here and its time unmeasured; the numbers it prints may "
+            "differ from this page's."
+        )
+    return "\n\n".join(textwrap.fill(p, 80) for p in paragraphs)
+
+
+def write_notes(results_path: Path = RESULTS) -> None:
+    """Write each chapter's note from the measured times (a new markdown cell
+    above the set-up cell, or the note already there)."""
+    chapters_run = json.loads(Path(results_path).read_text())["chapters"]
+    for path in chapters([]):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        text = colab_note(path.stem, chapters_run[path.stem]["seconds"])
+        index = setup_cell_index(notebook)
+        before = notebook["cells"][index - 1] if index else None
+        if before and cell_source(before).startswith(NOTE):
+            before["source"] = text.splitlines(keepends=True)
+        else:
+            cell = {"cell_type": "markdown", "id": "colab-note", "metadata": {}}
+            cell["source"] = text.splitlines(keepends=True)
+            notebook["cells"].insert(index, cell)
+        path.write_text(
+            json.dumps(notebook, indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
 
 
 # --- describing the runtime ----------------------------------------------------
