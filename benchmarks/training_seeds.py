@@ -23,6 +23,14 @@ Experiments (the chapter that reads each in brackets):
   rope       [9] RoPE against the added encoding: the lag task by length,
              and the grammar model trained on short sentences, by length
   layernorm  [9] pre-LN against post-LN, with and without warm-up
+  gettext_recipe
+             [7] a small model (d_model 64, 2 + 2 layers) on the real
+             corpus, 500 updates, with the recipe changed one thing at a
+             time: no warm-up, no label smoothing, no dropout, random
+             batches of the same padded size; dev loss, and the greedy
+             translations of the whole test split scored. One job per
+             setting and seed (the corpus fixes the split: a seed draws
+             the weights, the batches and the dropout masks)
 
 --kernels default runs PyTorch's CPU kernels for a CPU without AVX2 or AVX-512
 (ATEN_CPU_CAPABILITY=default), which sum in another order: a stand-in for
@@ -43,7 +51,15 @@ import statistics
 import sys
 from pathlib import Path
 
-EXPERIMENTS = ("tasks", "recipe", "early_beam", "gqa", "rope", "layernorm")
+EXPERIMENTS = (
+    "tasks",
+    "recipe",
+    "early_beam",
+    "gqa",
+    "rope",
+    "layernorm",
+    "gettext_recipe",
+)
 BEAM_SUBSET, EARLY_SENTENCES, EARLY_UPDATES = 200, 100, 100
 
 
@@ -205,6 +221,117 @@ def run_recipe(seed):
     return figures
 
 
+# the recipe on the real corpus: chapter 7's grammar recipe (d_model 64,
+# 2 + 2 layers, warm-up over 200 updates to 4.4e-3, label smoothing 0.1,
+# dropout 0.1) on batches of 2,048 padded tokens, about 3 epochs in 500
+# updates; each setting changes one thing
+GETTEXT_SMALL = dict(
+    d_model=64,
+    n_heads=4,
+    n_layers=2,
+    d_ff=256,
+    dropout=0.1,
+    max_tokens=2048,
+    warmup=200,
+    lr_factor=0.5,
+    updates=500,
+    eval_every=250,
+)
+GETTEXT_SETTINGS = {
+    "recipe": {},
+    "no warm-up, same peak": {"warmup_ramp": False},
+    "no label smoothing": {"label_smoothing": 0.0},
+    "no dropout": {"dropout": 0.0},
+    "random batches, same padded size": {},  # the stream below
+}
+
+
+class RandomBatchStream:
+    """Batches as most loaders cut them: the examples shuffled, each batch
+    filled in that order while its padded size (members times the longest)
+    stays within max_tokens; a new shuffle every epoch. The token batches'
+    budget, without their sorting by length."""
+
+    def __init__(self, lengths, max_tokens: int, seed: int = 0):
+        import random
+
+        self.lengths, self.max_tokens = lengths, max_tokens
+        self.rng, self.batches = random.Random(seed), []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> list[int]:
+        if not self.batches:
+            order = list(range(len(self.lengths)))
+            self.rng.shuffle(order)
+            batch, longest = [], 0
+            for i in order:
+                wider = max(longest, self.lengths[i])
+                if batch and (len(batch) + 1) * wider > self.max_tokens:
+                    self.batches.append(batch)
+                    batch, wider = [], self.lengths[i]
+                batch.append(i)
+                longest = wider
+            self.batches.append(batch)
+            self.batches.reverse()  # pop() from the end: the shuffled order
+        return self.batches.pop()
+
+
+def run_gettext_recipe(seed, setting):
+    from transformer_course.batching import example_length
+    from transformer_course.trained_models import TASK_CONFIGS
+    from transformer_course.training import Run, fit
+    from transformer_course.translation import scores, translate
+
+    changes = GETTEXT_SETTINGS[setting]
+    config = dataclasses.replace(
+        TASK_CONFIGS["gettext"], seed=seed, **{**GETTEXT_SMALL, **changes}
+    )
+    run = Run(config)
+    if setting.startswith("random batches"):
+        lengths = [example_length(e) for e in run.examples]
+        run.stream = RandomBatchStream(lengths, config.max_tokens, seed)
+    real, padded = [], []  # target tokens and padded positions per update
+    run.stream = _Counting(run.stream, run.examples, real, padded)
+    figures = {}
+    for updates in (config.updates // 2, config.updates):
+        fit(run, updates, progress=False)
+        loss = run.history[-1]["validation_loss"]
+        figures[f"{setting}: dev loss at {updates}"] = loss
+    test = run.task.splits["test"]
+    sources = [p.source for p in test]
+    outputs = translate(run.model.eval(), run.task.tokenizer, sources)
+    found = scores(sources, outputs, [p.target for p in test])
+    for metric, value in found.items():
+        figures[f"{setting}: test {metric}"] = value
+    figures[f"{setting}: test exact"] = sum(
+        o == p.target for o, p in zip(outputs, test, strict=True)
+    ) / len(test)
+    figures[f"{setting}: target tokens per update"] = statistics.fmean(real)
+    figures[f"{setting}: padding share"] = 1 - sum(real) / sum(padded)
+    return figures
+
+
+class _Counting:
+    """A batch stream that also records, per batch, its target tokens (with
+    <eos>) and its padded positions on the target side."""
+
+    def __init__(self, stream, examples, real, padded):
+        self.stream, self.examples = stream, examples
+        self.real, self.padded = real, padded
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        batch = next(self.stream)
+        targets = [len(self.examples[i][1]) + 1 for i in batch]
+        self.real.append(sum(targets))
+        self.padded.append(len(batch) * max(targets))
+        return batch
+
+
 def run_early_beam(seed):
     from transformer_course.batching import collate
     from transformer_course.decoding import (
@@ -353,10 +480,15 @@ def run_layernorm(seed):
     return figures
 
 
+# experiments run as one job per setting and seed (the others: per seed)
+PARTS = {"gettext_recipe": tuple(GETTEXT_SETTINGS)}
+
+
 def _job(arguments):
-    experiment, seed = arguments
+    experiment, seed, part = arguments
     _setup()
-    return experiment, seed, globals()[f"run_{experiment}"](seed)
+    run = globals()[f"run_{experiment}"]
+    return experiment, seed, run(seed) if part is None else run(seed, part)
 
 
 def summarise(experiment, seeds, per_seed) -> dict:
@@ -423,15 +555,28 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.kernels:  # read by torch when the workers import it
         os.environ["ATEN_CPU_CAPABILITY"] = args.kernels
-    jobs = [(e, s) for e in args.experiments for s in args.seeds]
+    jobs = [
+        (e, s, part)
+        for e in args.experiments
+        for part in PARTS.get(e, (None,))
+        for s in args.seeds
+    ]
     results = {}
     context = multiprocessing.get_context("spawn")  # fresh interpreters
     with context.Pool(args.jobs, maxtasksperchild=1) as pool:
         for experiment, seed, figures in pool.imap_unordered(_job, jobs):
-            results[experiment, seed] = figures
+            results.setdefault((experiment, seed), {}).update(figures)
             print(f"{experiment}, seed {seed}: done", file=sys.stderr)
     for experiment in args.experiments:
         per_seed = [results[experiment, s] for s in args.seeds]
+        if experiment in PARTS:  # the parts in their order, not as finished
+            rank = {part: i for i, part in enumerate(PARTS[experiment])}
+            per_seed = [
+                dict(
+                    sorted(f.items(), key=lambda kv: rank[kv[0].split(":")[0]])
+                )
+                for f in per_seed
+            ]
         document = summarise(experiment, args.seeds, per_seed)
         if args.kernels:
             document["experiment"] += f"_{args.kernels}"
