@@ -81,8 +81,11 @@ def built_pages() -> list[str]:
     )
 
 
+# each chapter page, English and Chinese (zh/, tools/zh.py), and its notebook
 CHAPTERS = {
-    f"book/{path.stem}.html": f"book/{path.name}" for path in toc_notebooks()
+    f"{edition}book/{path.stem}.html": f"{edition}book/{path.name}"
+    for path in toc_notebooks()
+    for edition in ("", "zh/")
 }
 
 

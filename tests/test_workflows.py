@@ -99,9 +99,17 @@ def test_pages_workflow_builds_with_the_readme_command_and_deploys_it():
     assert document["permissions"]["pages"] == "write"
     assert document["permissions"]["id-token"] == "write"
     build = "jupyter-book build . -W -n --keep-going"
+    chinese = (
+        "jupyter-book build zh -W -n --keep-going && python tools/zh.py publish"
+    )
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert build in readme  # command 1 of the README builds the same site
-    assert build in [step.get("run") for step in steps(document)]
+    # command 1 of the README builds the same site: both books
+    assert f"{build} && {chinese}" in readme
+    assert [build, chinese] == [
+        step.get("run")
+        for step in steps(document)
+        if "jupyter-book" in step.get("run", "")
+    ]
     uploads = [
         step
         for step in steps(document)

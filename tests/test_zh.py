@@ -1,0 +1,231 @@
+"""The Chinese edition (zh/, tools/zh.py): the same notebooks with Chinese prose.
+
+- Every Chinese notebook's code cells and outputs are the English notebook's,
+  byte for byte, and its cells come in the English order: nbval need not run it.
+- `tools/zh.py sync` leaves the committed zh/ as it is (a fixed point): the
+  configuration, the glossary and the notebooks were synced after the last change
+  to the English book.
+- No translation is out of date: each translated cell records the hash of the
+  English text it was made from, and that text has not changed since. A test edits
+  an English cell in a copy of the repository and proves that the check names it.
+- zh/_toc.yml lists the English chapters, in the English order.
+"""
+
+import json
+import shutil
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT, toc_files
+
+sys.path.insert(0, str(ROOT / "tools"))
+import zh  # noqa: E402  (tools/zh.py)
+
+ENGLISH = zh.chapters()
+
+
+def test_every_chapter_has_a_chinese_notebook():
+    assert ENGLISH, "no chapters found"
+    missing = [p.name for p in ENGLISH if not zh.zh_path(p).exists()]
+    assert not missing, f"run: python tools/zh.py sync ({missing})"
+
+
+@pytest.mark.parametrize("path", ENGLISH, ids=lambda p: p.stem)
+def test_code_and_outputs_are_the_english_ones(path):
+    english = zh.read_notebook(path)
+    chinese = zh.read_notebook(zh.zh_path(path))
+
+    def code(notebook):
+        return [
+            json.dumps(c, ensure_ascii=False)
+            for c in notebook["cells"]
+            if c["cell_type"] != "markdown"
+        ]
+
+    assert code(chinese) == code(english), (
+        f"{path.name}: a code cell or an output differs from the English "
+        "notebook; edit the English one, then run python tools/zh.py sync"
+    )
+    ids = [c["id"] for c in chinese["cells"] if c["id"] != zh.STATUS_ID]
+    assert ids == [c["id"] for c in english["cells"]]
+    assert {k: v for k, v in chinese.items() if k != "cells"} == {
+        k: v for k, v in english.items() if k != "cells"
+    }
+
+
+def test_sync_changes_nothing(tmp_path):
+    planned = zh.planned_files()
+    stale = [
+        str(path.relative_to(ROOT))
+        for path, text in planned.items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+    assert not stale, f"run: python tools/zh.py sync ({stale})"
+
+
+def test_no_translation_is_out_of_date():
+    found = zh.report()["out of date"]
+    assert not found, (
+        "the English text of these translated cells changed since they were "
+        "translated: update each translation, then python tools/zh.py mark "
+        "NOTEBOOK CELL_ID ...\n" + "\n".join(found)
+    )
+
+
+def copy_of_repository(tmp_path):
+    """The files tools/zh.py reads and writes, in a scratch folder."""
+    for name in ("_toc.yml", "_config.yml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "book", tmp_path / "book")
+    shutil.copytree(
+        ROOT / "zh", tmp_path / "zh", ignore=shutil.ignore_patterns("_build")
+    )
+    return tmp_path
+
+
+def edit_cell(path, cell_id, change):
+    notebook = zh.read_notebook(path)
+    cell = next(c for c in notebook["cells"] if c["id"] == cell_id)
+    cell["source"] = change(zh.cell_text(cell))
+    path.write_text(zh.notebook_text(notebook), encoding="utf-8")
+
+
+def test_an_edited_english_cell_makes_its_translation_out_of_date(tmp_path):
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "00_getting_started.ipynb"
+    chinese = root / "zh" / "book" / "00_getting_started.ipynb"
+    first = next(
+        c
+        for c in zh.read_notebook(english)["cells"]
+        if c["cell_type"] == "markdown"
+    )
+    # translate the first markdown cell, record it: nothing is out of date
+    edit_cell(chinese, first["id"], lambda text: "# 开始之前\n")
+    assert zh.mark(chinese, [first["id"]], root) == [first["id"]]
+    zh.sync(root)
+    assert zh.report(root)["out of date"] == []
+    # the English cell changes: the check names the chapter and the cell
+    edit_cell(
+        english, first["id"], lambda text: text + "\nOne more sentence.\n"
+    )
+    zh.sync(root)
+    assert zh.report(root)["out of date"] == [
+        f"out of date: chapter 0, cell {first['id']}"
+    ]
+    # the translation is kept (not replaced by the English) until it is updated
+    cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}
+    assert zh.cell_text(cells[first["id"]]) == "# 开始之前\n"
+    assert zh.mark(chinese, [first["id"]], root) == [first["id"]]
+    assert zh.report(root)["out of date"] == []
+
+
+def test_an_edited_code_cell_is_synced_not_kept(tmp_path):
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "02_positional_encoding.ipynb"
+    chinese = root / "zh" / "book" / "02_positional_encoding.ipynb"
+    code = next(
+        c
+        for c in zh.read_notebook(english)["cells"]
+        if c["cell_type"] == "code"
+    )
+    edit_cell(chinese, code["id"], lambda text: text + "\nprint('only here')\n")
+    assert zh.sync(root) == [chinese]
+    cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}
+    assert zh.cell_text(cells[code["id"]]) == zh.cell_text(code)
+
+
+def test_mark_records_new_translations_only(tmp_path):
+    root = copy_of_repository(tmp_path)
+    chinese = root / "zh" / "book" / "04_masking.ipynb"
+    cells = [
+        c
+        for c in zh.read_notebook(chinese)["cells"]
+        if c["cell_type"] == "markdown" and c["id"] != zh.STATUS_ID
+    ]
+    untranslated = [c["id"] for c in cells if zh.translated_from(c) is None]
+    assert untranslated, "chapter 4 is translated whole: pick another chapter"
+    edit_cell(chinese, untranslated[0], lambda text: "掩码。\n")
+    # an English cell left as it is is not a translation, and is not marked
+    assert zh.mark(chinese, [], root) == [untranslated[0]]
+    with pytest.raises(zh.TranslationError, match="no cell"):
+        zh.mark(chinese, ["no-such-cell"], root)
+
+
+def test_a_chapter_not_yet_translated_says_so():
+    for path in ENGLISH:
+        cells = zh.read_notebook(zh.zh_path(path))["cells"]
+        prose = [
+            c
+            for c in cells
+            if c["cell_type"] == "markdown" and c["id"] != zh.STATUS_ID
+        ]
+        untranslated = sum(zh.translated_from(c) is None for c in prose)
+        notes = [c for c in cells if c["id"] == zh.STATUS_ID]
+        if untranslated:
+            assert len(notes) == 1 and cells.index(notes[0]) == 1, path.name
+            assert f"还有 {untranslated} 段是英文原文" in zh.cell_text(notes[0])
+        else:
+            assert not notes, path.name
+
+
+def test_translated_cells_are_chinese():
+    """A cell recorded as translated holds Chinese text, unless it has no prose
+    (a formula, a heading that is a name)."""
+    english_only = []
+    for path in ENGLISH:
+        for cell in zh.read_notebook(zh.zh_path(path))["cells"]:
+            text = zh.cell_text(cell)
+            if zh.translated_from(cell) and len(text.split()) > 8:
+                if not any("\u4e00" <= ch <= "\u9fff" for ch in text):
+                    english_only.append(f"{path.stem}, cell {cell['id']}")
+    assert not english_only, english_only
+
+
+def test_no_line_break_inside_chinese_text():
+    """A browser shows a line break as a space, which Chinese text must not
+    have: `mark` joins such lines; hand-written pages must not have them."""
+    found = []
+    for path in ENGLISH:
+        for cell in zh.read_notebook(zh.zh_path(path))["cells"]:
+            if zh.translated_from(cell):
+                found += [
+                    f"{path.stem}: {b}"
+                    for b in zh.broken_lines(zh.cell_text(cell))
+                ]
+    intro = (ROOT / "zh" / "book" / "intro.md").read_text(encoding="utf-8")
+    found += [f"intro.md: {b}" for b in zh.broken_lines(intro)]
+    assert not found, found
+
+
+def test_unwrap_joins_chinese_lines_only():
+    text = "第一行\n第二行，\n`code` 和\nEnglish\nwords\n\n- 列表\n- 项"
+    assert (
+        zh.unwrap(text)
+        == "第一行第二行，`code` 和 English\nwords\n\n- 列表\n- 项"
+    )
+    assert zh.broken_lines(zh.unwrap(text)) == []
+
+
+def test_the_toc_lists_the_english_chapters():
+    toc = yaml.safe_load((ROOT / "zh" / "_toc.yml").read_text(encoding="utf-8"))
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    assert toc["root"] == "book/intro"
+    assert files == [f for f in toc_files()]
+
+
+def test_the_chinese_site_names_cjk_fonts_and_links_back():
+    css = (ROOT / "zh" / "_static" / "zh.css").read_text(encoding="utf-8")
+    assert (
+        '"Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei",\n    sans-serif'
+        in css
+    )
+    config = yaml.safe_load(
+        (ROOT / "zh" / "_config.yml").read_text(encoding="utf-8")
+    )
+    assert config["sphinx"]["config"]["language"] == "zh_CN"
+    assert config["sphinx"]["config"]["language_switch"]["root"] == "../"
+    assert config["repository"]["path_to_book"] == "zh"  # the Colab badges
+    english = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert english["sphinx"]["config"]["language_switch"]["root"] == "zh/"
+    assert "zh" in english["exclude_patterns"]

@@ -1,0 +1,322 @@
+"""The Chinese edition (中文版): zh/ is a second book whose notebooks are the
+English ones with their prose translated.
+
+    python tools/zh.py sync            # regenerate zh/ from the English book
+    python tools/zh.py status          # what is translated, untranslated, out of date
+    python tools/zh.py mark NOTEBOOK [CELL_ID ...]
+    python tools/zh.py publish         # zh/_build/html -> _build/html/zh
+
+Each Chinese notebook is made from the English notebook of the same name:
+
+- its code cells, with their outputs, are the English notebook's, byte for byte
+  (so nbval need not run the Chinese notebooks: they are the English ones);
+- each markdown cell is the translation kept from the last sync, matched by cell
+  id, or, where there is none yet, the English cell itself (untranslated);
+- a translated cell records in its metadata ("zh": {"source_sha256": ...}) the
+  hash of the English text it was translated from. When that English text
+  changes, the translation is out of date, and tests/test_zh.py names it
+  ("out of date: chapter 6, cell 4f2a...");
+- a chapter with untranslated cells opens with a generated note saying so.
+
+`sync` also writes zh/_config.yml (the English _config.yml with the Chinese
+edition's title, language, notebook folder and address) and zh/book/glossary.md
+(a copy: the glossary is bilingual, and the one source of the Chinese terms).
+zh/_toc.yml and zh/book/intro.md are written by hand.
+
+The site: `jupyter-book build zh` builds the Chinese book into zh/_build/html,
+and `publish` puts it under _build/html/zh, beside the English book, where each
+page's language link (_ext/language_switch.py) finds it (the README's command 1).
+
+To translate a cell: edit its text in the Chinese notebook (Jupyter, or any
+editor), then run `mark` on the notebook. (`mark` also joins lines that break
+inside Chinese text: a browser shows such a break as a space.) Without cell ids, `mark` records the
+hash for every markdown cell whose text differs from the English and that has
+no record yet (a new translation); with ids, it records the hash for those cells
+only (a translation brought up to date after the English changed). Then `sync`.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+ZH = ROOT / "zh"
+STATUS_ID = "zh-status"  # the generated note of a chapter not yet translated
+
+
+class TranslationError(ValueError):
+    pass
+
+
+def read_notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def notebook_text(notebook: dict) -> str:
+    """The book's notebook format: indent 1, UTF-8 kept, a final newline."""
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
+def cell_text(cell: dict) -> str:
+    source = cell["source"]
+    return source if isinstance(source, str) else "".join(source)
+
+
+def english_hash(cell: dict) -> str:
+    return hashlib.sha256(cell_text(cell).encode("utf-8")).hexdigest()
+
+
+def translated_from(cell: dict) -> str | None:
+    """The hash of the English text a translated cell was made from."""
+    return cell.get("metadata", {}).get("zh", {}).get("source_sha256")
+
+
+CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"  # characters, punctuation
+WIDE_PUNCTUATION = re.compile("[\u3000-\u303f\uff00-\uffef]")
+# a line that starts a block of its own: never joined to the line above
+BLOCK = re.compile(r"[ \t]*(?:[-*] |\d+\. |#|\$\$|<|\||```|:::|$)")
+
+
+def broken_lines(text: str) -> list[str]:
+    """Lines of a paragraph that a line break splits inside Chinese text (a
+    browser shows such a break as a space)."""
+    lines = text.split("\n")
+    return [
+        f"{a[-12:]}⏎{b.lstrip()[:12]}"
+        for a, b in zip(lines, lines[1:], strict=False)
+        if a
+        and not BLOCK.match(b)
+        and not a.startswith(("$$", "```"))
+        and (re.search(f"[{CJK}]$", a) or re.match(f"[ \t]*[{CJK}]", b))
+    ]
+
+
+def unwrap(text: str) -> str:
+    """Join the lines that broken_lines finds: no space between two Chinese
+    characters or next to Chinese punctuation, one space elsewhere."""
+    out = []
+    for line in text.split("\n"):
+        if out and broken_lines(f"{out[-1]}\n{line}"):
+            rest = line.lstrip()
+            a, b = out[-1][-1], rest[0]
+            tight = re.match(f"[{CJK}]", a) and re.match(f"[{CJK}]", b)
+            tight = (
+                tight or WIDE_PUNCTUATION.match(a) or WIDE_PUNCTUATION.match(b)
+            )
+            out[-1] += ("" if tight else " ") + rest
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    """The English notebooks, in the order of the English _toc.yml."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [
+        root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()
+    ]
+
+
+def chapter_name(path: Path) -> str:
+    """'chapter 6' for 06_transformer.ipynb (chapter 0: getting started)."""
+    return f"chapter {int(path.stem[:2])}"
+
+
+def status_cell(untranslated: int, total: int) -> dict:
+    text = (
+        f"**本章的翻译尚未完成。** 下面 {total} 段说明文字中还有 {untranslated} "
+        "段是英文原文，翻译完成后会替换。代码、输出和图与英文版完全相同。"
+    )
+    return {
+        "cell_type": "markdown",
+        "id": STATUS_ID,
+        "metadata": {},
+        "source": [text],
+    }
+
+
+def sync_notebook(english: dict, chinese: dict | None) -> dict:
+    """The Chinese notebook made from `english`, keeping the translations of
+    `chinese` (the previous Chinese notebook, or None)."""
+    kept = {}
+    for cell in (chinese or {}).get("cells", []):
+        if cell["cell_type"] == "markdown" and translated_from(cell):
+            kept[cell["id"]] = cell
+    ids = [cell.get("id") for cell in english["cells"]]
+    if None in ids or len(set(ids)) != len(ids):
+        raise TranslationError("every English cell needs an id, once")
+    cells, untranslated, prose = [], 0, 0
+    for cell in english["cells"]:
+        if cell["cell_type"] == "markdown":
+            prose += 1
+            if cell["id"] in kept:
+                cells.append(copy.deepcopy(kept[cell["id"]]))
+                continue
+            untranslated += 1
+        cells.append(copy.deepcopy(cell))
+    if untranslated:
+        cells.insert(1, status_cell(untranslated, prose))
+    out = {key: copy.deepcopy(value) for key, value in english.items()}
+    out["cells"] = cells
+    return out
+
+
+def zh_path(english_path: Path, root: Path = ROOT) -> Path:
+    return root / "zh" / english_path.relative_to(root)
+
+
+def zh_config(root: Path = ROOT) -> str:
+    """zh/_config.yml: the English configuration, for the Chinese edition."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    config["title"] = "一步一步搭建 Transformer"
+    config["exclude_patterns"] = ["_build", "_static", "**.ipynb_checkpoints"]
+    config["repository"]["path_to_book"] = "zh"
+    config["html"]["baseurl"] += "zh/"
+    config["bibtex_bibfiles"] = ["../book/references.bib"]
+    sphinx = config["sphinx"]
+    sphinx["local_extensions"] = {
+        name: "../_ext" for name in sphinx["local_extensions"]
+    }
+    sphinx["config"]["language"] = "zh_CN"
+    # the English book's style sheet, then the Chinese fonts
+    sphinx["config"]["html_static_path"] = ["../_static", "_static"]
+    sphinx["config"]["language_switch"] = {"root": "../", "label": "English"}
+    header = (
+        "# Written by tools/zh.py sync from ../_config.yml: edit that file (or\n"
+        "# zh_config() in tools/zh.py for what differs here), then sync.\n"
+    )
+    return header + yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
+
+
+def planned_files(root: Path = ROOT) -> dict[Path, str]:
+    """Every file `sync` writes, with its text."""
+    files = {root / "zh" / "_config.yml": zh_config(root)}
+    glossary = root / "book" / "glossary.md"
+    files[zh_path(glossary, root)] = glossary.read_text(encoding="utf-8")
+    for path in chapters(root):
+        target = zh_path(path, root)
+        previous = read_notebook(target) if target.exists() else None
+        chinese = sync_notebook(read_notebook(path), previous)
+        files[target] = notebook_text(chinese)
+    return files
+
+
+def sync(root: Path = ROOT) -> list[Path]:
+    """Write zh/ from the English book; the files that changed."""
+    changed = []
+    for path, text in planned_files(root).items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def report(root: Path = ROOT) -> dict[str, list[str]]:
+    """Per chapter: the cells out of date ("out of date: chapter 6, cell
+    4f2a..."), and the count of untranslated ones."""
+    out_of_date, untranslated = [], []
+    for path in chapters(root):
+        target = zh_path(path, root)
+        if not target.exists():
+            untranslated.append(f"{chapter_name(path)}: no Chinese notebook")
+            continue
+        english = {c["id"]: c for c in read_notebook(path)["cells"]}
+        missing = 0
+        for cell in read_notebook(target)["cells"]:
+            if cell["cell_type"] != "markdown" or cell["id"] == STATUS_ID:
+                continue
+            recorded = translated_from(cell)
+            if recorded is None:
+                missing += 1
+            elif recorded != english_hash(english[cell["id"]]):
+                out_of_date.append(
+                    f"out of date: {chapter_name(path)}, cell {cell['id']}"
+                )
+        if missing:
+            untranslated.append(f"{chapter_name(path)}: {missing} cells")
+    return {"out of date": out_of_date, "untranslated": untranslated}
+
+
+def mark(path: Path, ids: list[str], root: Path = ROOT) -> list[str]:
+    """Record the English hash in the translated cells of a Chinese notebook
+    (see the module's docstring); the ids recorded."""
+    path = path.resolve()
+    english_path = root / path.relative_to(root / "zh")
+    english = {c["id"]: c for c in read_notebook(english_path)["cells"]}
+    notebook = read_notebook(path)
+    unknown = set(ids) - {c["id"] for c in notebook["cells"]}
+    if unknown:
+        raise TranslationError(f"{path.name} has no cell {sorted(unknown)}")
+    recorded = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "markdown" or cell["id"] == STATUS_ID:
+            continue
+        source = english[cell["id"]]
+        new = (
+            cell["id"] in ids
+            if ids
+            else translated_from(cell) is None
+            and cell_text(cell) != cell_text(source)
+        )
+        if new:
+            cell["source"] = unwrap(cell_text(cell)).splitlines(keepends=True)
+            cell.setdefault("metadata", {})["zh"] = {
+                "source_sha256": english_hash(source)
+            }
+            recorded.append(cell["id"])
+    path.write_text(notebook_text(notebook), encoding="utf-8")
+    return recorded
+
+
+def publish(root: Path = ROOT) -> Path:
+    """Replace _build/html/zh with the Chinese book's build."""
+    built, target = root / "zh" / "_build" / "html", root / "_build" / "html"
+    for folder, command in (
+        (built, "jupyter-book build zh"),
+        (target, "jupyter-book build ."),
+    ):
+        if not (folder / "index.html").exists():
+            raise TranslationError(f"{folder} is not built: run {command}")
+    shutil.rmtree(target / "zh", ignore_errors=True)
+    shutil.copytree(built, target / "zh")
+    return target / "zh"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("sync", help="regenerate zh/ from the English book")
+    commands.add_parser("status", help="translated, untranslated, out of date")
+    marking = commands.add_parser("mark", help="record translated cells")
+    marking.add_argument("notebook", type=Path)
+    marking.add_argument("ids", nargs="*")
+    commands.add_parser("publish", help="zh/_build/html -> _build/html/zh")
+    args = parser.parse_args(argv)
+    if args.command == "publish":
+        print(f"published {publish().relative_to(ROOT)}")
+    elif args.command == "sync":
+        for path in sync():
+            print(f"wrote {path.relative_to(ROOT)}")
+    elif args.command == "mark":
+        print("recorded:", " ".join(mark(args.notebook, args.ids)) or "none")
+    else:
+        found = report()
+        for kind, lines in found.items():
+            print(f"{kind}: {len(lines) or 'none'}")
+            for line in lines:
+                print("   ", line)
+        return 1 if found["out of date"] else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
