@@ -137,17 +137,20 @@ def test_an_edited_code_cell_is_synced_not_kept(tmp_path):
 
 def test_mark_records_new_translations_only(tmp_path):
     root = copy_of_repository(tmp_path)
+    english = root / "book" / "04_masking.ipynb"
     chinese = root / "zh" / "book" / "04_masking.ipynb"
-    cells = [
-        c
-        for c in zh.read_notebook(chinese)["cells"]
-        if c["cell_type"] == "markdown" and c["id"] != zh.STATUS_ID
-    ]
-    untranslated = [c["id"] for c in cells if zh.translated_from(c) is None]
-    assert untranslated, "chapter 4 is translated whole: pick another chapter"
-    edit_cell(chinese, untranslated[0], lambda text: "掩码。\n")
-    # an English cell left as it is is not a translation, and is not marked
-    assert zh.mark(chinese, [], root) == [untranslated[0]]
+    source = {c["id"]: c for c in zh.read_notebook(english)["cells"]}
+    notebook = zh.read_notebook(chinese)
+    prose = [c for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    prose = [c for c in prose if c["id"] != zh.STATUS_ID]
+    for cell in prose[:2]:  # two cells back to English, untranslated
+        cell["source"] = source[cell["id"]]["source"]
+        cell["metadata"].pop("zh", None)
+    chinese.write_text(zh.notebook_text(notebook), encoding="utf-8")
+    edit_cell(chinese, prose[0]["id"], lambda text: "掩码。\n")
+    # an English cell left as it is is not a translation, and is not marked;
+    # nor is a translation recorded before
+    assert zh.mark(chinese, [], root) == [prose[0]["id"]]
     with pytest.raises(zh.TranslationError, match="no cell"):
         zh.mark(chinese, ["no-such-cell"], root)
 
