@@ -1,7 +1,8 @@
 """The Chinese edition (zh/, tools/zh.py): the same notebooks with Chinese prose.
 
 - Every Chinese notebook's code cells and outputs are the English notebook's,
-  byte for byte, and its cells come in the English order: nbval need not run it.
+  byte for byte but for a figure's caption, and its cells come in the English
+  order: nbval need not run it.
 - `tools/zh.py sync` leaves the committed zh/ as it is (a fixed point): the
   configuration, the glossary and the notebooks were synced after the last change
   to the English book.
@@ -37,11 +38,17 @@ def test_code_and_outputs_are_the_english_ones(path):
     chinese = zh.read_notebook(zh.zh_path(path))
 
     def code(notebook):
-        return [
-            json.dumps(c, ensure_ascii=False)
-            for c in notebook["cells"]
-            if c["cell_type"] != "markdown"
-        ]
+        """Every code cell whole, but its caption and translation record."""
+        cells = []
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "markdown":
+                continue
+            cell = json.loads(json.dumps(cell))
+            cell["metadata"].pop("zh", None)
+            if zh.caption(cell) is not None:
+                cell["metadata"]["mystnb"]["figure"]["caption"] = "..."
+            cells.append(json.dumps(cell, ensure_ascii=False))
+        return cells
 
     assert code(chinese) == code(english), (
         f"{path.name}: a code cell or an output differs from the English "
@@ -120,6 +127,36 @@ def test_an_edited_english_cell_makes_its_translation_out_of_date(tmp_path):
     assert zh.report(root)["out of date"] == []
 
 
+def test_a_translated_caption_is_kept_and_checked(tmp_path):
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "02_positional_encoding.ipynb"
+    chinese = root / "zh" / "book" / "02_positional_encoding.ipynb"
+    figure = next(
+        c
+        for c in zh.read_notebook(english)["cells"]
+        if zh.caption(c) is not None
+    )
+    notebook = zh.read_notebook(chinese)
+    cell = next(c for c in notebook["cells"] if c["id"] == figure["id"])
+    zh.set_prose(cell, "位置编码。")
+    cell["metadata"].pop("zh", None)
+    chinese.write_text(zh.notebook_text(notebook), encoding="utf-8")
+    assert figure["id"] in zh.mark(chinese, [], root)
+    zh.sync(root)
+    cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}
+    assert zh.caption(cells[figure["id"]]) == "位置编码。"
+    assert zh.cell_text(cells[figure["id"]]) == zh.cell_text(figure)  # the code
+    assert zh.report(root)["out of date"] == []
+    notebook = zh.read_notebook(english)
+    cell = next(c for c in notebook["cells"] if c["id"] == figure["id"])
+    zh.set_prose(cell, zh.caption(cell) + " More.")
+    english.write_text(zh.notebook_text(notebook), encoding="utf-8")
+    zh.sync(root)
+    assert zh.report(root)["out of date"] == [
+        f"out of date: chapter 2, cell {figure['id']}"
+    ]
+
+
 def test_an_edited_code_cell_is_synced_not_kept(tmp_path):
     root = copy_of_repository(tmp_path)
     english = root / "book" / "02_positional_encoding.ipynb"
@@ -158,16 +195,17 @@ def test_mark_records_new_translations_only(tmp_path):
 def test_a_chapter_not_yet_translated_says_so():
     for path in ENGLISH:
         cells = zh.read_notebook(zh.zh_path(path))["cells"]
-        prose = [
+        texts = [
             c
             for c in cells
-            if c["cell_type"] == "markdown" and c["id"] != zh.STATUS_ID
+            if zh.prose(c) is not None and c["id"] != zh.STATUS_ID
         ]
-        untranslated = sum(zh.translated_from(c) is None for c in prose)
+        untranslated = sum(zh.translated_from(c) is None for c in texts)
         notes = [c for c in cells if c["id"] == zh.STATUS_ID]
         if untranslated:
             assert len(notes) == 1 and cells.index(notes[0]) == 1, path.name
             assert f"还有 {untranslated} 段是英文原文" in zh.cell_text(notes[0])
+            assert f"本章 {len(texts)} 段说明文字" in zh.cell_text(notes[0])
         else:
             assert not notes, path.name
 
@@ -178,7 +216,7 @@ def test_translated_cells_are_chinese():
     english_only = []
     for path in ENGLISH:
         for cell in zh.read_notebook(zh.zh_path(path))["cells"]:
-            text = zh.cell_text(cell)
+            text = zh.prose(cell) or ""
             if zh.translated_from(cell) and len(text.split()) > 8:
                 if not any("\u4e00" <= ch <= "\u9fff" for ch in text):
                     english_only.append(f"{path.stem}, cell {cell['id']}")

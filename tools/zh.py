@@ -9,9 +9,11 @@ English ones with their prose translated.
 Each Chinese notebook is made from the English notebook of the same name:
 
 - its code cells, with their outputs, are the English notebook's, byte for byte
-  (so nbval need not run the Chinese notebooks: they are the English ones);
-- each markdown cell is the translation kept from the last sync, matched by cell
-  id, or, where there is none yet, the English cell itself (untranslated);
+  (so nbval need not run the Chinese notebooks: they are the English ones),
+  except a figure's caption (metadata mystnb.figure.caption), which is prose;
+- each markdown cell, and each caption, is the translation kept from the last
+  sync, matched by cell id, or, where there is none yet, the English text
+  itself (untranslated);
 - a translated cell records in its metadata ("zh": {"source_sha256": ...}) the
   hash of the English text it was translated from. When that English text
   changes, the translation is out of date, and tests/test_zh.py names it
@@ -31,8 +33,9 @@ To translate a cell: edit its text in the Chinese notebook (Jupyter, or any
 editor), then run `mark` on the notebook. (`mark` also joins lines that break
 inside Chinese text: a browser shows such a break as a space.) Without cell ids, `mark` records the
 hash for every markdown cell whose text differs from the English and that has
-no record yet (a new translation); with ids, it records the hash for those cells
-only (a translation brought up to date after the English changed). Then `sync`.
+no record yet (a new translation), and for every figure caption likewise; with
+ids, it records the hash for those cells only (a translation brought up to date
+after the English changed). Then `sync`.
 """
 
 import argparse
@@ -69,8 +72,30 @@ def cell_text(cell: dict) -> str:
     return source if isinstance(source, str) else "".join(source)
 
 
+def caption(cell: dict) -> str | None:
+    """A code cell's figure caption (metadata mystnb.figure.caption)."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+    return figure.get("caption")
+
+
+def prose(cell: dict) -> str | None:
+    """A cell's text to translate: a markdown cell's, a figure's caption, or
+    None (a code cell without a figure)."""
+    if cell["cell_type"] == "markdown":
+        return cell_text(cell)
+    return caption(cell)
+
+
+def set_prose(cell: dict, text: str) -> None:
+    if cell["cell_type"] == "markdown":
+        cell["source"] = text.splitlines(keepends=True)
+    else:
+        cell["metadata"]["mystnb"]["figure"]["caption"] = text
+
+
 def english_hash(cell: dict) -> str:
-    return hashlib.sha256(cell_text(cell).encode("utf-8")).hexdigest()
+    """The hash of a cell's English prose (its markdown, or its caption)."""
+    return hashlib.sha256(prose(cell).encode("utf-8")).hexdigest()
 
 
 def translated_from(cell: dict) -> str | None:
@@ -132,8 +157,8 @@ def chapter_name(path: Path) -> str:
 
 def status_cell(untranslated: int, total: int) -> dict:
     text = (
-        f"**本章的翻译尚未完成。** 下面 {total} 段说明文字中还有 {untranslated} "
-        "段是英文原文，翻译完成后会替换。代码、输出和图与英文版完全相同。"
+        f"**本章的翻译尚未完成。** 本章 {total} 段说明文字（包括图注）中还有 "
+        f"{untranslated} 段是英文原文，翻译完成后会替换。代码、输出和图与英文版完全相同。"
     )
     return {
         "cell_type": "markdown",
@@ -146,24 +171,30 @@ def status_cell(untranslated: int, total: int) -> dict:
 def sync_notebook(english: dict, chinese: dict | None) -> dict:
     """The Chinese notebook made from `english`, keeping the translations of
     `chinese` (the previous Chinese notebook, or None)."""
-    kept = {}
-    for cell in (chinese or {}).get("cells", []):
-        if cell["cell_type"] == "markdown" and translated_from(cell):
-            kept[cell["id"]] = cell
+    kept = {
+        cell["id"]: cell
+        for cell in (chinese or {}).get("cells", [])
+        if translated_from(cell)
+    }
     ids = [cell.get("id") for cell in english["cells"]]
     if None in ids or len(set(ids)) != len(ids):
         raise TranslationError("every English cell needs an id, once")
-    cells, untranslated, prose = [], 0, 0
+    cells, untranslated, texts = [], 0, 0
     for cell in english["cells"]:
-        if cell["cell_type"] == "markdown":
-            prose += 1
-            if cell["id"] in kept:
-                cells.append(copy.deepcopy(kept[cell["id"]]))
-                continue
-            untranslated += 1
-        cells.append(copy.deepcopy(cell))
+        cell = copy.deepcopy(cell)
+        if prose(cell) is not None:
+            texts += 1
+            old = kept.get(cell["id"])
+            # a translation is kept for a cell of the same kind that still
+            # has prose (a caption whose figure went is dropped)
+            if old and old["cell_type"] == cell["cell_type"] and prose(old):
+                set_prose(cell, prose(old))
+                cell["metadata"]["zh"] = old["metadata"]["zh"]
+            else:
+                untranslated += 1
+        cells.append(cell)
     if untranslated:
-        cells.insert(1, status_cell(untranslated, prose))
+        cells.insert(1, status_cell(untranslated, texts))
     out = {key: copy.deepcopy(value) for key, value in english.items()}
     out["cells"] = cells
     return out
@@ -232,7 +263,7 @@ def report(root: Path = ROOT) -> dict[str, list[str]]:
         english = {c["id"]: c for c in read_notebook(path)["cells"]}
         missing = 0
         for cell in read_notebook(target)["cells"]:
-            if cell["cell_type"] != "markdown" or cell["id"] == STATUS_ID:
+            if prose(cell) is None or cell["id"] == STATUS_ID:
                 continue
             recorded = translated_from(cell)
             if recorded is None:
@@ -258,17 +289,16 @@ def mark(path: Path, ids: list[str], root: Path = ROOT) -> list[str]:
         raise TranslationError(f"{path.name} has no cell {sorted(unknown)}")
     recorded = []
     for cell in notebook["cells"]:
-        if cell["cell_type"] != "markdown" or cell["id"] == STATUS_ID:
+        if prose(cell) is None or cell["id"] == STATUS_ID:
             continue
         source = english[cell["id"]]
         new = (
             cell["id"] in ids
             if ids
-            else translated_from(cell) is None
-            and cell_text(cell) != cell_text(source)
+            else translated_from(cell) is None and prose(cell) != prose(source)
         )
         if new:
-            cell["source"] = unwrap(cell_text(cell)).splitlines(keepends=True)
+            set_prose(cell, unwrap(prose(cell)))
             cell.setdefault("metadata", {})["zh"] = {
                 "source_sha256": english_hash(source)
             }
