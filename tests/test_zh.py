@@ -236,6 +236,7 @@ def test_no_line_break_inside_chinese_text():
                 ]
     intro = (ROOT / "zh" / "book" / "intro.md").read_text(encoding="utf-8")
     found += [f"intro.md: {b}" for b in zh.broken_lines(intro)]
+    found += [f"glossary: {b}" for b in zh.broken_lines(zh.GLOSSARY_HEAD)]
     assert not found, found
 
 

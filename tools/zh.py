@@ -22,7 +22,8 @@ Each Chinese notebook is made from the English notebook of the same name:
 
 `sync` also writes zh/_config.yml (the English _config.yml with the Chinese
 edition's title, language, notebook folder and address) and zh/book/glossary.md
-(a copy: the glossary is bilingual, and the one source of the Chinese terms).
+(the English glossary, whose entries are the one source of the Chinese terms,
+under a Chinese title and introduction).
 zh/_toc.yml and zh/book/intro.md are written by hand.
 
 The site: `jupyter-book build zh` builds the Chinese book into zh/_build/html,
@@ -227,11 +228,35 @@ def zh_config(root: Path = ROOT) -> str:
     return header + yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
 
 
+GLOSSARY_HEAD = """# 术语表
+
+本书源自用中文写的学习笔记，所以每个术语都同时给出英文和中文机器学习文献中的标准译名（粗体）。各章在术语第一次出现时链接到这里；中文版以中文术语在前、英文在括号中的形式引入它，此后全书只用同一个中文术语。条目末尾注明的章节，是引入或详细讲解该术语的地方。各条目的释义暂为英文。
+
+## 维度名称
+
+书中的每个形状都用这些名称书写，代码中的每次形状变换都带有 `(B, T, d_model) -> (B, h, T, d_k)` 这样的注释。
+"""  # one line per paragraph: a line break inside Chinese shows as a space
+
+
+def zh_glossary(root: Path = ROOT) -> str:
+    """The English glossary with its title and introductions in Chinese (the
+    entries are the one source of the Chinese terms, and stay as they are)."""
+    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    head, found, rest = text.partition("\n## Dimension names\n")
+    intro, found_intro, rest = rest.partition("\n\n")
+    if not (found and found_intro and head.startswith("# Glossary")):
+        raise TranslationError(
+            "book/glossary.md no longer starts as zh.py expects"
+        )
+    rest = rest.replace("\n## Terms\n", "\n## 术语\n", 1)
+    return GLOSSARY_HEAD + "\n" + rest
+
+
 def planned_files(root: Path = ROOT) -> dict[Path, str]:
     """Every file `sync` writes, with its text."""
     files = {root / "zh" / "_config.yml": zh_config(root)}
     glossary = root / "book" / "glossary.md"
-    files[zh_path(glossary, root)] = glossary.read_text(encoding="utf-8")
+    files[zh_path(glossary, root)] = zh_glossary(root)
     for path in chapters(root):
         target = zh_path(path, root)
         previous = read_notebook(target) if target.exists() else None
