@@ -74,10 +74,10 @@ def not_ready(reason: str):
 def built_pages() -> list[str]:
     if not HTML.is_dir():
         return ["(site not built)"]
-    return sorted(
+    return sorted(  # not the theme's templates in _static (of either book)
         path.relative_to(HTML).as_posix()
         for path in HTML.rglob("*.html")
-        if not path.relative_to(HTML).parts[0].startswith("_")
+        if not any(p.startswith("_") for p in path.relative_to(HTML).parts)
     )
 
 
