@@ -330,3 +330,35 @@ def test_every_chapter_page_is_built():
         not_ready(f"{HTML} is missing: {HOW_TO_BUILD}")
     missing = [page for page in CHAPTERS if not (HTML / page).exists()]
     assert not missing, f"chapters without a page: {missing}; {HOW_TO_BUILD}"
+
+
+def test_every_page_links_to_its_counterpart_in_the_other_language():
+    """_ext/language_switch.py: each page of either book links to the same page
+    of the other (English at the root, Chinese under zh/), and back."""
+    if not (HTML / "zh" / "index.html").exists():
+        not_ready(f"{HTML / 'zh'} is missing: {HOW_TO_BUILD}")
+    link = re.compile(
+        r'<p class="language-switch"><a href="([^"]+)" hreflang="([^"]+)"'
+    )
+    problems = []
+    for page in built_pages():
+        if page.rsplit("/", 1)[-1] in (
+            "genindex.html",
+            "search.html",
+            "index.html",
+        ):
+            continue  # the index pages, and each root's redirect to its intro
+        found = link.findall((HTML / page).read_text(encoding="utf-8"))
+        if len(found) != 1:
+            problems.append(f"{page}: {len(found)} language links")
+            continue
+        href, lang = found[0]
+        target = (HTML / page).parent.joinpath(href).resolve()
+        other = (
+            page.removeprefix("zh/") if page.startswith("zh/") else f"zh/{page}"
+        )
+        if target != (HTML / other).resolve() or not target.exists():
+            problems.append(f"{page}: links to {href}, not to {other}")
+        if lang != ("en" if page.startswith("zh/") else "zh-Hans"):
+            problems.append(f"{page}: hreflang {lang}")
+    assert not problems, problems
