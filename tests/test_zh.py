@@ -91,6 +91,11 @@ def copy_of_repository(tmp_path):
     return tmp_path
 
 
+def first_cell(path, test):
+    """The first cell of a notebook that passes `test`."""
+    return next(c for c in zh.read_notebook(path)["cells"] if test(c))
+
+
 def edit_cell(path, cell_id, change):
     notebook = zh.read_notebook(path)
     cell = next(c for c in notebook["cells"] if c["id"] == cell_id)
@@ -102,11 +107,7 @@ def test_an_edited_english_cell_makes_its_translation_out_of_date(tmp_path):
     root = copy_of_repository(tmp_path)
     english = root / "book" / "00_getting_started.ipynb"
     chinese = root / "zh" / "book" / "00_getting_started.ipynb"
-    first = next(
-        c
-        for c in zh.read_notebook(english)["cells"]
-        if c["cell_type"] == "markdown"
-    )
+    first = first_cell(english, lambda c: c["cell_type"] == "markdown")
     # translate the first markdown cell, record it: nothing is out of date
     edit_cell(chinese, first["id"], lambda text: "# 开始之前\n")
     assert zh.mark(chinese, [first["id"]], root) == [first["id"]]
@@ -131,11 +132,7 @@ def test_a_translated_caption_is_kept_and_checked(tmp_path):
     root = copy_of_repository(tmp_path)
     english = root / "book" / "02_positional_encoding.ipynb"
     chinese = root / "zh" / "book" / "02_positional_encoding.ipynb"
-    figure = next(
-        c
-        for c in zh.read_notebook(english)["cells"]
-        if zh.caption(c) is not None
-    )
+    figure = first_cell(english, lambda c: zh.caption(c) is not None)
     notebook = zh.read_notebook(chinese)
     cell = next(c for c in notebook["cells"] if c["id"] == figure["id"])
     zh.set_prose(cell, "位置编码。")
@@ -161,11 +158,7 @@ def test_an_edited_code_cell_is_synced_not_kept(tmp_path):
     root = copy_of_repository(tmp_path)
     english = root / "book" / "02_positional_encoding.ipynb"
     chinese = root / "zh" / "book" / "02_positional_encoding.ipynb"
-    code = next(
-        c
-        for c in zh.read_notebook(english)["cells"]
-        if c["cell_type"] == "code"
-    )
+    code = first_cell(english, lambda c: c["cell_type"] == "code")
     edit_cell(chinese, code["id"], lambda text: text + "\nprint('only here')\n")
     assert zh.sync(root) == [chinese]
     cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}
