@@ -229,8 +229,93 @@ def test_no_line_break_inside_chinese_text():
                 ]
     intro = (ROOT / "zh" / "book" / "intro.md").read_text(encoding="utf-8")
     found += [f"intro.md: {b}" for b in zh.broken_lines(intro)]
-    found += [f"glossary: {b}" for b in zh.broken_lines(zh.GLOSSARY_HEAD)]
+    translations = zh.glossary_translations()
+    texts = dict(translations["entries"], head=translations["head"])
+    for term, entry in texts.items():
+        if entry:
+            found += [
+                f"glossary, {term}: {b}" for b in zh.broken_lines(entry["text"])
+            ]
     assert not found, found
+
+
+def glossary_terms(text):
+    """The term lines of a glossary page's glossary blocks, in order."""
+    terms, inside = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            inside = line.startswith("```{glossary}")
+        elif inside and line and not line.startswith((" ", ":")):
+            terms.append(line)
+    return terms
+
+
+def test_the_chinese_glossary_defines_every_english_term():
+    english = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    chinese = (ROOT / "zh" / "book" / "glossary.md").read_text(encoding="utf-8")
+    assert len(glossary_terms(english)) > 50
+    assert glossary_terms(chinese) == glossary_terms(english)
+
+
+def write_glossary_entry(root, term, text):
+    found = zh.glossary_translations(root)
+    found["entries"][term] = {"text": text}
+    zh.write_glossary_translations(found, root)
+
+
+def test_an_edited_english_definition_makes_its_translation_out_of_date(
+    tmp_path,
+):
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "glossary.md"
+    write_glossary_entry(
+        root, "T_q", "**查询长度**。查询的位置数：\n注意力权重矩阵的行数。"
+    )
+    assert zh.mark_glossary([], root) == ["T_q"]
+    zh.sync(root)
+    chinese = (root / "zh" / "book" / "glossary.md").read_text(encoding="utf-8")
+    # recorded, joined into one line, and in the page under its term line
+    assert (
+        "T_q\n  **查询长度**。查询的位置数：注意力权重矩阵的行数。\n" in chinese
+    )
+    assert zh.glossary_report(root)[0] == []
+    text = english.read_text(encoding="utf-8")
+    english.write_text(
+        text.replace("the rows of an attention-weight matrix.", "its rows."),
+        encoding="utf-8",
+    )
+    zh.sync(root)
+    assert zh.report(root)["out of date"] == [
+        "out of date: glossary, entry 'T_q'"
+    ]
+    assert zh.mark_glossary(["T_q"], root) == ["T_q"]
+    assert zh.report(root)["out of date"] == []
+    with pytest.raises(zh.TranslationError, match="no entry"):
+        zh.mark_glossary(["no such term"], root)
+    # an entry the English glossary no longer has is named too
+    english.write_text(
+        text.replace("T_q\n  **查询长度**", "T_query\n  **查询长度**"),
+        encoding="utf-8",
+    )
+    assert (
+        "out of date: glossary, entry 'T_q' is no longer in book/glossary.md"
+        in (zh.report(root)["out of date"])
+    )
+
+
+def test_an_untranslated_glossary_says_so(tmp_path):
+    root = copy_of_repository(tmp_path)
+    english = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    entries = [
+        p for p in zh.glossary_parts(english)[1] if not isinstance(p, str)
+    ]
+    zh.write_glossary_translations({"head": None, "entries": {}}, root)
+    text = zh.zh_glossary(root)
+    assert text.startswith("# Glossary\n")  # the English head, untranslated
+    assert f"{len(entries)} 条释义中还有 {len(entries)} 条是英文原文" in text
+    assert zh.report(root)["untranslated"][-1] == (
+        f"glossary: {len(entries) + 1} of its head and entries"
+    )
 
 
 def test_unwrap_joins_chinese_lines_only():

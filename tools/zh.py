@@ -21,9 +21,14 @@ Each Chinese notebook is made from the English notebook of the same name:
 - a chapter with untranslated cells opens with a generated note saying so.
 
 `sync` also writes zh/_config.yml (the English _config.yml with the Chinese
-edition's title, language, notebook folder and address) and zh/book/glossary.md
-(the English glossary, whose entries are the one source of the Chinese terms,
-under a Chinese title and introduction).
+edition's title, language, notebook folder and address) and zh/book/glossary.md:
+the English glossary's term lines (the targets of every {term} link; its bold
+Chinese terms are the one source of the Chinese terms), with its head and each
+definition translated where zh/glossary.yml has a translation, and recorded
+like a cell's (the hash of the English text). To translate an entry, add its
+Chinese text under its first term in zh/glossary.yml, then run
+`mark zh/glossary.yml` (or `mark zh/glossary.yml TERM ...` after the English
+changed), then `sync`.
 zh/_toc.yml and zh/book/intro.md are written by hand.
 
 The site: `jupyter-book build zh` builds the Chinese book into zh/_build/html,
@@ -228,28 +233,177 @@ def zh_config(root: Path = ROOT) -> str:
     return header + yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
 
 
-GLOSSARY_HEAD = """# 术语表
+GLOSSARY = ZH / "glossary.yml"  # the Chinese glossary's translations
+# a line of the English glossary outside its head and its glossary blocks
+GLOSSARY_LINES = {"## Terms": "## 术语"}
 
-本书源自用中文写的学习笔记，所以每个术语都同时给出英文和中文机器学习文献中的标准译名（粗体）。各章在术语第一次出现时链接到这里；中文版以中文术语在前、英文在括号中的形式引入它，此后全书只用同一个中文术语。条目末尾注明的章节，是引入或详细讲解该术语的地方。各条目的释义暂为英文。
 
-## 维度名称
+def glossary_parts(text: str) -> tuple[str, list]:
+    """The English glossary split into its head (everything before the first
+    glossary block) and its body: lines, and entries (term lines, definition
+    without its indent) where a glossary block defines one."""
+    head, fence, rest = text.partition("```{glossary}")
+    if not (fence and head.startswith("# Glossary")):
+        raise TranslationError(
+            "book/glossary.md no longer starts as zh.py expects: a head, "
+            "then ```{glossary} blocks"
+        )
+    lines = (fence + rest).split("\n")
+    body, inside, i = [], False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            inside = line.startswith("```{glossary}")
+        elif inside and line and not line.startswith((" ", ":")):
+            terms = []
+            while i < len(lines) and lines[i] and not lines[i][0] == " ":
+                terms.append(lines[i])
+                i += 1
+            definition = []
+            while i < len(lines) and lines[i].startswith("  "):
+                definition.append(lines[i][2:])
+                i += 1
+            body.append((terms, "\n".join(definition)))
+            continue
+        body.append(line)
+        i += 1
+    return head, body
 
-书中的每个形状都用这些名称书写，代码中的每次形状变换都带有 `(B, T, d_model) -> (B, h, T, d_k)` 这样的注释。
-"""  # one line per paragraph: a line break inside Chinese shows as a space
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def glossary_translations(root: Path = ROOT) -> dict:
+    """zh/glossary.yml: {"head": {...}, "entries": {first term: {...}}}, each
+    {"text": Chinese, "source_sha256": hash of the English it translates}."""
+    path = root / "zh" / "glossary.yml"
+    found = (
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+        if path.exists()
+        else {}
+    )
+    return {"head": found.get("head"), "entries": found.get("entries") or {}}
+
+
+def glossary_status(untranslated: int, total: int) -> str:
+    return (
+        f"**本页的翻译尚未完成。** {total} 条释义中还有 {untranslated} 条是"
+        "英文原文，翻译完成后会替换。\n"
+    )
 
 
 def zh_glossary(root: Path = ROOT) -> str:
-    """The English glossary with its title and introductions in Chinese (the
-    entries are the one source of the Chinese terms, and stay as they are)."""
-    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
-    head, found, rest = text.partition("\n## Dimension names\n")
-    intro, found_intro, rest = rest.partition("\n\n")
-    if not (found and found_intro and head.startswith("# Glossary")):
-        raise TranslationError(
-            "book/glossary.md no longer starts as zh.py expects"
+    """The Chinese glossary: the English one's term lines (the targets of
+    every {term} link), with its head and definitions translated where
+    zh/glossary.yml has them, in English where not (a note says how many)."""
+    english = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    head, body = glossary_parts(english)
+    found = glossary_translations(root)
+    out, untranslated, total = [], 0, 0
+    for part in body:
+        if isinstance(part, str):
+            if part.strip() and not part.startswith(("```", ":")):
+                if part not in GLOSSARY_LINES:
+                    raise TranslationError(
+                        f"book/glossary.md: no translation for {part!r} "
+                        "(add it to GLOSSARY_LINES in tools/zh.py)"
+                    )
+                part = GLOSSARY_LINES[part]
+            out.append(part)
+            continue
+        terms, definition = part
+        total += 1
+        entry = found["entries"].get(terms[0])
+        if entry is None:
+            untranslated += 1
+        else:
+            definition = entry["text"].rstrip("\n")
+        out += terms + [
+            "  " + line if line else "" for line in definition.split("\n")
+        ]
+    head = found["head"]["text"] if found["head"] else head
+    if untranslated:
+        head = (
+            head.rstrip("\n")
+            + "\n\n"
+            + glossary_status(untranslated, total)
+            + "\n"
         )
-    rest = rest.replace("\n## Terms\n", "\n## 术语\n", 1)
-    return GLOSSARY_HEAD + "\n" + rest
+    return head + "\n".join(out)
+
+
+def glossary_report(root: Path = ROOT) -> tuple[list[str], int]:
+    """The glossary's translations out of date, and its untranslated count."""
+    head, body = glossary_parts(
+        (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    )
+    found = glossary_translations(root)
+    english = {
+        part[0][0]: part[1] for part in body if not isinstance(part, str)
+    }
+    out_of_date, untranslated = [], 0
+    if found["head"] is None:
+        untranslated += 1
+    elif found["head"].get("source_sha256") != text_hash(head):
+        out_of_date.append("out of date: glossary, head")
+    for term in english:
+        entry = found["entries"].get(term)
+        if entry is None:
+            untranslated += 1
+        elif entry.get("source_sha256") != text_hash(english[term]):
+            out_of_date.append(f"out of date: glossary, entry {term!r}")
+    out_of_date += [
+        f"out of date: glossary, entry {term!r} is no longer in book/glossary.md"
+        for term in found["entries"]
+        if term not in english
+    ]
+    return out_of_date, untranslated
+
+
+def mark_glossary(terms: list[str], root: Path = ROOT) -> list[str]:
+    """Record the English hash in zh/glossary.yml: for the entries (or "head")
+    named, or else for every translation without a record yet."""
+    head, body = glossary_parts(
+        (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    )
+    english = {
+        part[0][0]: part[1] for part in body if not isinstance(part, str)
+    }
+    english["head"] = head
+    found = glossary_translations(root)
+    translations = dict(found["entries"], head=found["head"])
+    unknown = set(terms) - set(english)
+    if unknown:
+        raise TranslationError(
+            f"book/glossary.md has no entry {sorted(unknown)}"
+        )
+    recorded = []
+    for term, entry in translations.items():
+        if entry is None or term not in english:
+            continue
+        if term in terms if terms else "source_sha256" not in entry:
+            entry["text"] = unwrap(entry["text"])
+            entry["source_sha256"] = text_hash(english[term])
+            recorded.append(term)
+    head_entry = translations.pop("head")
+    write_glossary_translations(
+        {"head": head_entry, "entries": translations}, root
+    )
+    return recorded
+
+
+def write_glossary_translations(found: dict, root: Path = ROOT) -> None:
+    text = (
+        "# The Chinese glossary (zh/book/glossary.md is written from this file\n"
+        "# and book/glossary.md by tools/zh.py sync): for the head and for each\n"
+        "# entry, by its first term, the Chinese text and the sha256 of the\n"
+        "# English text it translates (tools/zh.py mark zh/glossary.yml).\n"
+    )
+    text += yaml.safe_dump(
+        found, allow_unicode=True, sort_keys=False, width=10**6
+    )
+    (root / "zh" / "glossary.yml").write_text(text, encoding="utf-8")
 
 
 def planned_files(root: Path = ROOT) -> dict[Path, str]:
@@ -299,6 +453,10 @@ def report(root: Path = ROOT) -> dict[str, list[str]]:
                 )
         if missing:
             untranslated.append(f"{chapter_name(path)}: {missing} cells")
+    stale, missing = glossary_report(root)
+    out_of_date += stale
+    if missing:
+        untranslated.append(f"glossary: {missing} of its head and entries")
     return {"out of date": out_of_date, "untranslated": untranslated}
 
 
@@ -352,8 +510,8 @@ def main(argv=None) -> int:
     commands.add_parser("sync", help="regenerate zh/ from the English book")
     commands.add_parser("status", help="translated, untranslated, out of date")
     marking = commands.add_parser("mark", help="record translated cells")
-    marking.add_argument("notebook", type=Path)
-    marking.add_argument("ids", nargs="*")
+    marking.add_argument("notebook", type=Path, help="or zh/glossary.yml")
+    marking.add_argument("ids", nargs="*", help="cell ids (glossary: terms)")
     commands.add_parser("publish", help="zh/_build/html -> _build/html/zh")
     args = parser.parse_args(argv)
     if args.command == "publish":
@@ -361,6 +519,8 @@ def main(argv=None) -> int:
     elif args.command == "sync":
         for path in sync():
             print(f"wrote {path.relative_to(ROOT)}")
+    elif args.command == "mark" and args.notebook.resolve() == GLOSSARY:
+        print("recorded:", ", ".join(mark_glossary(args.ids)) or "none")
     elif args.command == "mark":
         print("recorded:", " ".join(mark(args.notebook, args.ids)) or "none")
     else:
