@@ -62,6 +62,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from notebooks import cell_text, read_notebook, write_notebook
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "tools" / "colab_runtime.json"
 RESULTS = ROOT / "benchmarks" / "results" / "colab_simulation.json"
@@ -281,16 +283,11 @@ def setup_cell_index(notebook: dict) -> int:
     code = [
         i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code"
     ]
-    if not code or SETUP_MARKER not in cell_source(notebook["cells"][code[0]]):
+    if not code or SETUP_MARKER not in cell_text(notebook["cells"][code[0]]):
         raise SimulationError(
             f"the first code cell is not the Colab set-up cell ({SETUP_MARKER})"
         )
     return code[0]
-
-
-def cell_source(cell: dict) -> str:
-    source = cell["source"]
-    return source if isinstance(source, str) else "".join(source)
 
 
 def point_setup_cell(source: str, repo: str, book: str) -> str:
@@ -391,14 +388,14 @@ def colab_notebook(
     and of the library (fast form)."""
     if not fast and len(notebooks) != 1:
         raise SimulationError("the full form runs one chapter per machine")
-    setups = {cell_source(n["cells"][setup_cell_index(n)]) for n in notebooks}
+    setups = {cell_text(n["cells"][setup_cell_index(n)]) for n in notebooks}
     if len(setups) != 1:
         raise SimulationError("these chapters have different set-up cells")
     notebook = json.loads(json.dumps(notebooks[0]))
     index = setup_cell_index(notebook)
     cells = notebook["cells"]
     setup = dict(cells[index])
-    setup["source"] = point_setup_cell(cell_source(setup), repo, book)
+    setup["source"] = point_setup_cell(cell_text(setup), repo, book)
     setup["outputs"] = []
     check = code_cell(SETUP_CHECK)
     if fast:
@@ -406,7 +403,7 @@ def colab_notebook(
         for chapter in notebooks:
             for cell in chapter["cells"][setup_cell_index(chapter) + 1 :]:
                 if cell["cell_type"] == "code":
-                    code = python_of_cell(cell_source(cell))
+                    code = python_of_cell(cell_text(cell))
                     imports += import_statements(code)
         imports += library_imports()
         imports = list(dict.fromkeys(imports))
@@ -613,8 +610,8 @@ def machines(paths: list[Path], fast: bool) -> list[list[Path]]:
         return [[path] for path in paths]
     groups = {}
     for path in paths:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        setup = cell_source(notebook["cells"][setup_cell_index(notebook)])
+        notebook = read_notebook(path)
+        setup = cell_text(notebook["cells"][setup_cell_index(notebook)])
         groups.setdefault(setup, []).append(path)
     return list(groups.values())
 
@@ -697,10 +694,8 @@ def fingerprint(path: Path, runtime: dict) -> str:
     """What a chapter's measured time depends on: its code cells, the
     package's dependencies and Colab's runtime. tests/test_colab.py fails when
     a chapter's fingerprint is not the one its time was measured with."""
-    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
-    code = [
-        cell_source(c) for c in notebook["cells"] if c["cell_type"] == "code"
-    ]
+    notebook = read_notebook(path)
+    code = [cell_text(c) for c in notebook["cells"] if c["cell_type"] == "code"]
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     dependencies = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
     parts = [*code, dependencies, runtime["commit"]]
@@ -811,20 +806,17 @@ def write_notes(results_path: Path = RESULTS) -> None:
     above the set-up cell, or the note already there)."""
     chapters_run = json.loads(Path(results_path).read_text())["chapters"]
     for path in chapters([]):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = read_notebook(path)
         text = colab_note(path.stem, chapters_run[path.stem]["seconds"])
         index = setup_cell_index(notebook)
         before = notebook["cells"][index - 1] if index else None
-        if before and cell_source(before).startswith(NOTE):
+        if before and cell_text(before).startswith(NOTE):
             before["source"] = text.splitlines(keepends=True)
         else:
             cell = {"cell_type": "markdown", "id": "colab-note", "metadata": {}}
             cell["source"] = text.splitlines(keepends=True)
             notebook["cells"].insert(index, cell)
-        path.write_text(
-            json.dumps(notebook, indent=1, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
+        write_notebook(path, notebook)
 
 
 # --- describing the runtime ----------------------------------------------------

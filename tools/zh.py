@@ -47,13 +47,13 @@ after the English changed). Then `sync`.
 import argparse
 import copy
 import hashlib
-import json
 import re
 import shutil
 import sys
 from pathlib import Path
 
 import yaml
+from notebooks import cell_text, notebook_text, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "zh"
@@ -62,20 +62,6 @@ STATUS_ID = "zh-status"  # the generated note of a chapter not yet translated
 
 class TranslationError(ValueError):
     pass
-
-
-def read_notebook(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def notebook_text(notebook: dict) -> str:
-    """The book's notebook format: indent 1, UTF-8 kept, a final newline."""
-    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
-
-
-def cell_text(cell: dict) -> str:
-    source = cell["source"]
-    return source if isinstance(source, str) else "".join(source)
 
 
 def caption(cell: dict) -> str | None:
@@ -486,7 +472,7 @@ def mark(path: Path, ids: list[str], root: Path = ROOT) -> list[str]:
                 "source_sha256": english_hash(source)
             }
             recorded.append(cell["id"])
-    path.write_text(notebook_text(notebook), encoding="utf-8")
+    write_notebook(path, notebook)
     return recorded
 
 
