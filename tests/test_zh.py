@@ -229,13 +229,10 @@ def test_no_line_break_inside_chinese_text():
                 ]
     intro = (ROOT / "zh" / "book" / "intro.md").read_text(encoding="utf-8")
     found += [f"intro.md: {b}" for b in zh.broken_lines(intro)]
-    translations = zh.glossary_translations()
-    texts = dict(translations["entries"], head=translations["head"])
-    for term, entry in texts.items():
-        if entry:
-            found += [
-                f"glossary, {term}: {b}" for b in zh.broken_lines(entry["text"])
-            ]
+    for term, entry in zh.glossary_translations().items():
+        found += [
+            f"glossary, {term}: {b}" for b in zh.broken_lines(entry["text"])
+        ]
     assert not found, found
 
 
@@ -259,7 +256,7 @@ def test_the_chinese_glossary_defines_every_english_term():
 
 def write_glossary_entry(root, term, text):
     found = zh.glossary_translations(root)
-    found["entries"][term] = {"text": text}
+    found[term] = {"text": text}
     zh.write_glossary_translations(found, root)
 
 
@@ -309,7 +306,7 @@ def test_an_untranslated_glossary_says_so(tmp_path):
     entries = [
         p for p in zh.glossary_parts(english)[1] if not isinstance(p, str)
     ]
-    zh.write_glossary_translations({"head": None, "entries": {}}, root)
+    zh.write_glossary_translations({}, root)
     text = zh.zh_glossary(root)
     assert text.startswith("# Glossary\n")  # the English head, untranslated
     assert f"{len(entries)} 条释义中还有 {len(entries)} 条是英文原文" in text

@@ -260,16 +260,28 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+INTRODUCTION = ":introduction"  # the glossary's text above its entries (a
+# term line never starts with ":": inside a glossary block that is an option)
+
+
 def glossary_translations(root: Path = ROOT) -> dict:
-    """zh/glossary.yml: {"head": {...}, "entries": {first term: {...}}}, each
+    """zh/glossary.yml: {":introduction": {...}, first term: {...}, ...}, each
     {"text": Chinese, "source_sha256": hash of the English it translates}."""
     path = root / "zh" / "glossary.yml"
-    found = (
-        yaml.safe_load(path.read_text(encoding="utf-8"))
-        if path.exists()
-        else {}
+    if not path.exists():
+        return {}
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def english_glossary(root: Path = ROOT) -> tuple[dict, list]:
+    """The English texts to translate ({":introduction": head, first term:
+    definition, ...}) and the glossary's body (see glossary_parts)."""
+    head, body = glossary_parts(
+        (root / "book" / "glossary.md").read_text(encoding="utf-8")
     )
-    return {"head": found.get("head"), "entries": found.get("entries") or {}}
+    texts = {INTRODUCTION: head}
+    texts.update({p[0][0]: p[1] for p in body if not isinstance(p, str)})
+    return texts, body
 
 
 def glossary_status(untranslated: int, total: int) -> str:
@@ -283,8 +295,7 @@ def zh_glossary(root: Path = ROOT) -> str:
     """The Chinese glossary: the English one's term lines (the targets of
     every {term} link), with its head and definitions translated where
     zh/glossary.yml has them, in English where not (a note says how many)."""
-    english = (root / "book" / "glossary.md").read_text(encoding="utf-8")
-    head, body = glossary_parts(english)
+    english, body = english_glossary(root)
     found = glossary_translations(root)
     out, untranslated, total = [], 0, 0
     for part in body:
@@ -300,7 +311,7 @@ def zh_glossary(root: Path = ROOT) -> str:
             continue
         terms, definition = part
         total += 1
-        entry = found["entries"].get(terms[0])
+        entry = found.get(terms[0])
         if entry is None:
             untranslated += 1
         else:
@@ -308,7 +319,7 @@ def zh_glossary(root: Path = ROOT) -> str:
         out += terms + [
             "  " + line if line else "" for line in definition.split("\n")
         ]
-    head = found["head"]["text"] if found["head"] else head
+    head = found.get(INTRODUCTION, {"text": english[INTRODUCTION]})["text"]
     if untranslated:
         head = (
             head.rstrip("\n")
@@ -321,73 +332,72 @@ def zh_glossary(root: Path = ROOT) -> str:
 
 def glossary_report(root: Path = ROOT) -> tuple[list[str], int]:
     """The glossary's translations out of date, and its untranslated count."""
-    head, body = glossary_parts(
-        (root / "book" / "glossary.md").read_text(encoding="utf-8")
-    )
+    english, _ = english_glossary(root)
     found = glossary_translations(root)
-    english = {
-        part[0][0]: part[1] for part in body if not isinstance(part, str)
-    }
     out_of_date, untranslated = [], 0
-    if found["head"] is None:
-        untranslated += 1
-    elif found["head"].get("source_sha256") != text_hash(head):
-        out_of_date.append("out of date: glossary, head")
-    for term in english:
-        entry = found["entries"].get(term)
+    for term, text in english.items():
+        entry = found.get(term)
         if entry is None:
             untranslated += 1
-        elif entry.get("source_sha256") != text_hash(english[term]):
+        elif entry.get("source_sha256") != text_hash(text):
             out_of_date.append(f"out of date: glossary, entry {term!r}")
     out_of_date += [
         f"out of date: glossary, entry {term!r} is no longer in book/glossary.md"
-        for term in found["entries"]
+        for term in found
         if term not in english
     ]
     return out_of_date, untranslated
 
 
 def mark_glossary(terms: list[str], root: Path = ROOT) -> list[str]:
-    """Record the English hash in zh/glossary.yml: for the entries (or "head")
-    named, or else for every translation without a record yet."""
-    head, body = glossary_parts(
-        (root / "book" / "glossary.md").read_text(encoding="utf-8")
-    )
-    english = {
-        part[0][0]: part[1] for part in body if not isinstance(part, str)
-    }
-    english["head"] = head
+    """Record the English hash in zh/glossary.yml: for the entries named (by
+    their first term, or ":introduction"), or else for every translation
+    without a record yet."""
+    english, _ = english_glossary(root)
     found = glossary_translations(root)
-    translations = dict(found["entries"], head=found["head"])
     unknown = set(terms) - set(english)
     if unknown:
         raise TranslationError(
             f"book/glossary.md has no entry {sorted(unknown)}"
         )
     recorded = []
-    for term, entry in translations.items():
-        if entry is None or term not in english:
+    for term, entry in found.items():
+        if term not in english:
             continue
         if term in terms if terms else "source_sha256" not in entry:
             entry["text"] = unwrap(entry["text"])
             entry["source_sha256"] = text_hash(english[term])
             recorded.append(term)
-    head_entry = translations.pop("head")
-    write_glossary_translations(
-        {"head": head_entry, "entries": translations}, root
-    )
+    write_glossary_translations(found, root)
     return recorded
+
+
+class LiteralDumper(yaml.SafeDumper):
+    """Writes a text of several lines as a YAML literal block, as it reads."""
+
+
+LiteralDumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
 
 
 def write_glossary_translations(found: dict, root: Path = ROOT) -> None:
     text = (
         "# The Chinese glossary (zh/book/glossary.md is written from this file\n"
-        "# and book/glossary.md by tools/zh.py sync): for the head and for each\n"
+        "# and book/glossary.md by tools/zh.py sync): for the introduction and each\n"
         "# entry, by its first term, the Chinese text and the sha256 of the\n"
         "# English text it translates (tools/zh.py mark zh/glossary.yml).\n"
+        '# ":introduction" is the text above the entries.\n'
     )
-    text += yaml.safe_dump(
-        found, allow_unicode=True, sort_keys=False, width=10**6
+    text += yaml.dump(
+        found,
+        Dumper=LiteralDumper,
+        allow_unicode=True,
+        sort_keys=False,
+        width=10**6,
     )
     (root / "zh" / "glossary.yml").write_text(text, encoding="utf-8")
 
