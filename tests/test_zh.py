@@ -185,9 +185,11 @@ def test_mark_records_new_translations_only(tmp_path):
         zh.mark(chinese, ["no-such-cell"], root)
 
 
-def test_a_chapter_not_yet_translated_says_so():
-    for path in ENGLISH:
-        cells = zh.read_notebook(zh.zh_path(path))["cells"]
+def status_notes(root):
+    """{chapter: (untranslated, texts, its status notes, their positions)}."""
+    found = {}
+    for path in zh.chapters(root):
+        cells = zh.read_notebook(zh.zh_path(path, root))["cells"]
         texts = [
             c
             for c in cells
@@ -195,12 +197,53 @@ def test_a_chapter_not_yet_translated_says_so():
         ]
         untranslated = sum(zh.translated_from(c) is None for c in texts)
         notes = [c for c in cells if c["id"] == zh.STATUS_ID]
+        found[path.name] = (
+            untranslated,
+            len(texts),
+            [zh.cell_text(c) for c in notes],
+            [cells.index(c) for c in notes],
+        )
+    return found
+
+
+def check_status_notes(root):
+    for name, (untranslated, texts, notes, at) in status_notes(root).items():
         if untranslated:
-            assert len(notes) == 1 and cells.index(notes[0]) == 1, path.name
-            assert f"还有 {untranslated} 段是英文原文" in zh.cell_text(notes[0])
-            assert f"本章 {len(texts)} 段说明文字" in zh.cell_text(notes[0])
+            assert len(notes) == 1 and at == [1], name
+            assert f"还有 {untranslated} 段是英文原文" in notes[0]
+            assert f"本章 {texts} 段说明文字" in notes[0]
         else:
-            assert not notes, path.name
+            assert not notes, name
+
+
+def test_a_chapter_not_yet_translated_says_so():
+    check_status_notes(ROOT)
+
+
+def test_a_chapter_whose_translation_is_undone_gets_the_note(tmp_path):
+    """Every chapter is translated now: the note is proven on a copy in
+    which two cells of chapter 4 are back in English."""
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "04_masking.ipynb"
+    chinese = root / "zh" / "book" / "04_masking.ipynb"
+    notebook = zh.read_notebook(chinese)
+    prose = [c for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    for cell in prose[:2]:
+        cell["metadata"].pop("zh", None)
+    chinese.write_text(zh.notebook_text(notebook), encoding="utf-8")
+    zh.sync(root)
+    untranslated, texts, notes, at = status_notes(root)["04_masking.ipynb"]
+    assert untranslated == 2 and at == [1]
+    assert (
+        f"本章 {texts} 段说明文字（包括图注）中还有 2 段是英文原文" in notes[0]
+    )
+    check_status_notes(root)
+    # the English text is shown, not the stale translation
+    cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}
+    source = {c["id"]: c for c in zh.read_notebook(english)["cells"]}
+    assert zh.cell_text(cells[prose[0]["id"]]) == zh.cell_text(
+        source[prose[0]["id"]]
+    )
 
 
 def test_translated_cells_are_chinese():
