@@ -36,6 +36,11 @@ Experiments (the chapter that reads each in brackets):
 (ATEN_CPU_CAPABILITY=default), which sum in another order: a stand-in for
 another machine. Its files are named seeds_<experiment>_default.*.
 
+--machine NAME names a run on another machine than the one that made the
+unsuffixed files (its processor and its math libraries sum in yet another
+order): its files are named seeds_<experiment>_<NAME>.*, and the document
+records the processor's model and its AVX-512 and AMX extensions.
+
 --write DIR writes DIR/seeds_<experiment>.json (the seeds, every run's
 figures, and mean, min and max of each) and a Markdown table beside it.
 """
@@ -509,7 +514,8 @@ def summarise(experiment, seeds, per_seed) -> dict:
         "script": "benchmarks/training_seeds.py",
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, 1 thread "
-        f"a run, CPU kernels {torch.backends.cpu.get_cpu_capability()}",
+        f"a run, CPU kernels {torch.backends.cpu.get_cpu_capability()}"
+        + processor(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "seeds": seeds,
@@ -517,14 +523,40 @@ def summarise(experiment, seeds, per_seed) -> dict:
     }
 
 
+def processor() -> str:
+    """The processor's model and extensions, where Linux tells them: two
+    machines whose PyTorch both use AVX-512 kernels can still differ in the
+    math libraries' code paths (AVX-512 FP16, AMX), so in their sums."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in info.splitlines()
+            if line.startswith("model name")
+        ),
+        "",
+    )
+    flags = next(
+        (
+            set(line.split(":", 1)[1].split())
+            for line in info.splitlines()
+            if line.startswith("flags")
+        ),
+        set(),
+    )
+    extensions = sorted(f for f in flags if f.startswith(("avx512", "amx")))
+    return f", {model} ({' '.join(extensions) or 'no AVX-512'})"
+
+
 def markdown(document) -> str:
     seeds = document["seeds"]
     lines = [
         f"# {document['experiment']}: {len(seeds)} seeds",
         "",
-        f"`{document['script']} {document['experiment'].split('_default')[0]}"
-        + (" --kernels default" if "_default" in document["experiment"] else "")
-        + "`, "
+        f"`{document['script']} {document['command']}`, "
         f"{document['date']}, {document['machine']}, torch "
         f"{document['torch']}.",
         "",
@@ -552,6 +584,9 @@ def main(argv=None):
     parser.add_argument(
         "--kernels", choices=["default"], help="ATEN_CPU_CAPABILITY"
     )
+    parser.add_argument(
+        "--machine", help="a name for another machine's run (file suffix)"
+    )
     args = parser.parse_args(argv)
     if args.kernels:  # read by torch when the workers import it
         os.environ["ATEN_CPU_CAPABILITY"] = args.kernels
@@ -578,8 +613,14 @@ def main(argv=None):
                 for f in per_seed
             ]
         document = summarise(experiment, args.seeds, per_seed)
-        if args.kernels:
-            document["experiment"] += f"_{args.kernels}"
+        document["command"] = experiment
+        for option, value in (
+            ("kernels", args.kernels),
+            ("machine", args.machine),
+        ):
+            if value:
+                document["experiment"] += f"_{value}"
+                document["command"] += f" --{option} {value}"
         print(markdown(document))
         if args.write:
             args.write.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ FILES = sorted(RESULTS.glob("seeds_*.json"))
 READ_BY_THE_CHAPTERS = {
     "tasks",
     "tasks_default",
+    "tasks_amx",
     "recipe",
     "early_beam",
     "gqa",
