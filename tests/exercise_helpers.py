@@ -1,6 +1,7 @@
 """Shared helpers for the exercise-checker tests (tests/test_exercises_chNN.py)."""
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -26,7 +27,43 @@ def assert_rejected(check, wrong_answer, hint: str | None) -> None:
     assert "on input" in message or "changed" in message, message
     assert_short_message(message)
     if hint:
-        assert hint in message, message
+        assert _flat(hint) in _flat(message), message
+
+
+def _flat(text: str) -> str:
+    """`text` with line breaks undone (textwrap breaks after hyphens too)."""
+    return re.sub(r"-\s+", "-", " ".join(text.split()))
+
+
+def _wrong_answer(exercise, mistake):
+    """A learner's function that makes `mistake` on every case it applies to
+    and answers the others right."""
+    if mistake.example is not None:
+        return mistake.example
+
+    def answer(*args):
+        wrong = mistake.variant(*args)
+        return exercise.reference(*args) if wrong is None else wrong
+
+    return answer
+
+
+def known_mistakes(*exercises):
+    """pytest params (check, wrong answer, hint) built from the tables of
+    known mistakes: the longest literal part of each hint must be shown."""
+    params = []
+    for exercise in exercises:
+        for i, mistake in enumerate(exercise.mistakes):
+            hint = max(re.split(r"\{[^}]*\}", mistake.hint), key=len)
+            params.append(
+                pytest.param(
+                    exercise,
+                    _wrong_answer(exercise, mistake),
+                    hint,
+                    id=f"{exercise.name}-{i}",
+                )
+            )
+    return params
 
 
 def assert_every_checker_accepted(module, accepted) -> None:

@@ -50,6 +50,7 @@ import sys
 import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -844,3 +845,113 @@ def _verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
     finally:
         _learner_names.pop(name, None)
     print(f"Correct: {name} {success}")
+
+
+# ---------------------------------------------------------------- tables
+
+
+def message(text: str, **fields) -> str:
+    """A message of a checker's table, its `{fields}` filled in.
+
+    Every hint, refusal and verdict of a table is built here, from its format
+    string: the one place where a translation is to be looked up.
+    """
+    return text.format(**fields)
+
+
+ANY = object()
+"""A variant's value for "every wrong answer of the right shape" on a case."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known mistake: what it returns and the hint it earns.
+
+    `variant` takes the learner's arguments and returns the wrong answer
+    (None where this case cannot tell it apart; `ANY` where every wrong answer
+    of the right shape earns the hint, then `example` is one, for the tests).
+    `hint` is a format string filled from `fields(*arguments)`.
+    """
+
+    variant: Callable
+    hint: str
+    fields: Callable[..., dict] | None = None
+    example: Callable | None = None
+
+    def on(self, args: Sequence, got=None):
+        """(wrong answer, hint) on `args`, or None where it does not apply."""
+        wrong = self.variant(*args)
+        if wrong is None:
+            return None
+        fields = self.fields(*args) if self.fields else {}
+        return (got if wrong is ANY else wrong), message(self.hint, **fields)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An answer refused before it is compared: `test(got)` true fails with
+    `problem` (and `hint`)."""
+
+    test: Callable
+    problem: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A checker as data: the cases, the reference and the known mistakes.
+
+    Each case is a tuple of the learner's arguments; `reference(*case)` is
+    the expected answer; `shown(*case)` the inputs a message shows (the case
+    itself by default). `compare` is "close" (arrays, numbers) or "equal"
+    (exact answers); `array` refuses lists where an array is asked for;
+    `quiet` silences NumPy's warnings (overflow in a wrong answer is the
+    point of some cases).
+    """
+
+    name: str
+    success: str
+    cases: Sequence[tuple]
+    reference: Callable
+    mistakes: Sequence[Mistake] = ()
+    refusals: Sequence[Refusal] = ()
+    compare: str = "close"
+    array: bool = False
+    quiet: bool = False
+    atol: float | None = None
+    shown: Callable | None = None
+
+    def check_case(self, fn: Callable, args: tuple) -> None:
+        """Call `fn` on one case and raise ExerciseError if it is wrong."""
+        name = self.name
+        given = _copies(*args)
+        with np.errstate(all="ignore") if self.quiet else _nothing():
+            got = _call(fn, name, *given)
+        shown = list(self.shown(*args) if self.shown else args)
+        _expect_unchanged(name, None, given, args)
+        for refusal in self.refusals:
+            if refusal.test(got):
+                hint = refusal.hint and message(refusal.hint)
+                _fail(name, message(refusal.problem), shown, hint)
+        if self.array:
+            _expect_array(name, shown, got)
+        with np.errstate(all="ignore"):
+            expected = self.reference(*args)
+            mistakes = [m.on(args, got) for m in self.mistakes]
+        mistakes = [mistake for mistake in mistakes if mistake is not None]
+        if self.compare == "equal":
+            _expect_equal(name, shown, got, expected, mistakes)
+        else:
+            _expect_close(name, shown, got, expected, mistakes, self.atol)
+
+    def __call__(self, fn: Callable) -> None:
+        """Run every case and print the verdict."""
+
+        def run_cases() -> None:
+            for args in self.cases:
+                self.check_case(fn, args)
+
+        _verdict(self.name, message(self.success), run_cases)
+
+
+_nothing = contextlib.nullcontext

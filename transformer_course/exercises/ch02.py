@@ -6,14 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transformer_course.exercises._core import (
-    _call,
-    _expect_array,
-    _expect_close,
-    _expect_unchanged,
-    _fail,
-    _verdict,
-)
+from transformer_course.exercises._core import ANY, Exercise, Mistake, Refusal
 
 __all__ = [
     "check_positional_encoding",
@@ -61,6 +54,69 @@ def _per_dimension_exponent(seq_len: int, d_model: int) -> np.ndarray:
     return encoding
 
 
+def _pairs(d_model: int) -> np.ndarray:
+    return np.arange(0, d_model, 2) / d_model  # 2i / d_model
+
+
+POSITIONAL_ENCODING = Exercise(
+    name="positional_encoding",
+    success="matches the formula of the paper.",
+    cases=[(6, 8), (50, 64), (20, 512)],
+    reference=_encoding,
+    array=True,
+    mistakes=[
+        Mistake(
+            lambda t, d: _encoding(t, d, exponents=2 * _pairs(d)),
+            "the exponent is doubled: if your loop index already steps by 2 "
+            "(0, 2, 4, ...), it *is* 2i; do not multiply it by 2 again.",
+        ),
+        Mistake(
+            lambda t, d: _encoding(t, d, exponents=_pairs(d) / 2),
+            "the exponent is halved: it is 2i / d_model with i the pair (0, "
+            "1, 2, ...), so the pair's first dimension over d_model, not i / "
+            "d_model.",
+        ),
+        Mistake(
+            _per_dimension_exponent,
+            "dimensions 2i and 2i+1 share one frequency: the cosine in "
+            "dimension 2i+1 uses the exponent 2i / d_model too, not (2i+1) / "
+            "d_model.",
+        ),
+        Mistake(
+            lambda t, d: _encoding(t, d, first=1),
+            "positions start at 0: the first row is position 0, whose sines "
+            "are all 0 and cosines all 1.",
+        ),
+        Mistake(
+            lambda t, d: _encoding(t, d, layout="halves"),
+            "the paper interleaves sines and cosines: sines in the even "
+            "dimensions 0, 2, 4, ..., cosines in the odd ones. [sin ... | cos "
+            "...] (all sines, then all cosines) holds the same numbers in "
+            "another order.",
+        ),
+        Mistake(
+            lambda t, d: _encoding(t, d, swap=True),
+            "sine and cosine are swapped: even dimensions 2i get the sine, "
+            "odd dimensions 2i+1 the cosine.",
+        ),
+        Mistake(
+            lambda t, d: _encoding(t, d).T,
+            "rows are positions and columns are dimensions: shape (seq_len, "
+            "d_model).",
+        ),
+        Mistake(
+            lambda t, d: (
+                None
+                if d == 512
+                else _encoding(t, d, exponents=np.arange(0, d, 2) / 512)
+            ),
+            "the exponent divides by 512, not by d_model: use the d_model "
+            "argument everywhere (the notes' second bug).",
+        ),
+    ],
+)
+
+
 def check_positional_encoding(
     positional_encoding: Callable[[int, int], np.ndarray],
 ) -> None:
@@ -68,72 +124,7 @@ def check_positional_encoding(
 
     Base 10000; NumPy or PyTorch, float64 or float32.
     """
-    name = "positional_encoding"
-
-    def run_cases() -> None:
-        for seq_len, d_model in [(6, 8), (50, 64), (20, 512)]:
-            got = _call(positional_encoding, name, seq_len, d_model)
-            pairs = np.arange(0, d_model, 2) / d_model  # 2i / d_model
-            mistakes = [
-                (
-                    _encoding(seq_len, d_model, exponents=2 * pairs),
-                    "the exponent is doubled: if your loop index already "
-                    "steps by 2 (0, 2, 4, ...), it *is* 2i; do not multiply "
-                    "it by 2 again.",
-                ),
-                (
-                    _encoding(seq_len, d_model, exponents=pairs / 2),
-                    "the exponent is halved: it is 2i / d_model with i the "
-                    "pair (0, 1, 2, ...), so the pair's first dimension over "
-                    "d_model, not i / d_model.",
-                ),
-                (
-                    _per_dimension_exponent(seq_len, d_model),
-                    "dimensions 2i and 2i+1 share one frequency: the cosine "
-                    "in dimension 2i+1 uses the exponent 2i / d_model too, "
-                    "not (2i+1) / d_model.",
-                ),
-                (
-                    _encoding(seq_len, d_model, first=1),
-                    "positions start at 0: the first row is position 0, "
-                    "whose sines are all 0 and cosines all 1.",
-                ),
-                (
-                    _encoding(seq_len, d_model, layout="halves"),
-                    "the paper interleaves sines and cosines: sines in the "
-                    "even dimensions 0, 2, 4, ..., cosines in the odd ones. "
-                    "[sin ... | cos ...] (all sines, then all cosines) holds "
-                    "the same numbers in another order.",
-                ),
-                (
-                    _encoding(seq_len, d_model, swap=True),
-                    "sine and cosine are swapped: even dimensions 2i get the "
-                    "sine, odd dimensions 2i+1 the cosine.",
-                ),
-                (
-                    _encoding(seq_len, d_model).T,
-                    "rows are positions and columns are dimensions: shape "
-                    "(seq_len, d_model).",
-                ),
-            ]
-            if d_model != 512:
-                mistakes.append(
-                    (
-                        _encoding(
-                            seq_len,
-                            d_model,
-                            exponents=np.arange(0, d_model, 2) / 512,
-                        ),
-                        "the exponent divides by 512, not by d_model: "
-                        "use the d_model argument everywhere (the notes' "
-                        "second bug).",
-                    )
-                )
-            expected = _encoding(seq_len, d_model)
-            _expect_array(name, [seq_len, d_model], got)
-            _expect_close(name, [seq_len, d_model], got, expected, mistakes)
-
-    _verdict(name, "matches the formula of the paper.", run_cases)
+    POSITIONAL_ENCODING(positional_encoding)
 
 
 def _table(seq_len: int, d_model: int, base: float, sines_only: bool):
@@ -148,20 +139,73 @@ def _table(seq_len: int, d_model: int, base: float, sines_only: bool):
     return table
 
 
-def _close(got, expected: np.ndarray) -> bool:
-    """True if `got` is an array-like of `expected`'s shape and values."""
-    try:
-        got = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return got.shape == expected.shape and np.allclose(
-        got, expected, rtol=1e-4, atol=1e-4
-    )
-
-
-def _least_squares(table: np.ndarray, k: int) -> np.ndarray:
+def _least_squares(table: np.ndarray, k: int) -> np.ndarray | None:
+    if k < 1:
+        return None
     solution, *_ = np.linalg.lstsq(table[:-k], table[k:], rcond=None)
     return solution.T
+
+
+_SINES_ONLY = _table(64, 8, 100.0, True)
+
+
+def _rotation(table: np.ndarray, k: int) -> np.ndarray:
+    """The rotation of base 100 that shifts the sin/cos tables by k: right
+    for them, not for the sines-only one."""
+    matrix = np.zeros((table.shape[1],) * 2)
+    for pair in range(table.shape[1] // 2):
+        angle = k / 100 ** (2 * pair / table.shape[1])
+        c, s = np.cos(angle), np.sin(angle)
+        matrix[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2] = [
+            [c, s],
+            [-s, c],
+        ]
+    return matrix
+
+
+_WRONG_SHIFT = (
+    "this shifts by {wrong_k} positions, not k = {k}: pair the rows "
+    "encoding[:-k] with encoding[k:]."
+)
+
+FIT_SHIFT_MATRIX = Exercise(
+    name="fit_shift_matrix",
+    success="finds the least-squares shift matrix.",
+    cases=[
+        (_table(64, 8, 100.0, False), 3),
+        (_table(80, 12, 100.0, False), 1),
+        (_SINES_ONLY, 3),
+    ],
+    reference=_least_squares,
+    array=True,
+    mistakes=[
+        Mistake(
+            lambda table, k: _least_squares(table, k).T,
+            "this is the transpose of M. np.linalg.lstsq(X, Y) solves X @ A ~ "
+            "Y with one position per row of X, so A = M.T: return A.T. "
+            "(Fitting backwards, from encoding[pos + k] to encoding[pos], "
+            "gives the same matrix for a rotation.)",
+        ),
+        Mistake(
+            lambda table, k: _least_squares(table, k - 1),
+            _WRONG_SHIFT,
+            fields=lambda table, k: {"wrong_k": k - 1, "k": k},
+        ),
+        Mistake(
+            lambda table, k: _least_squares(table, k + 1),
+            _WRONG_SHIFT,
+            fields=lambda table, k: {"wrong_k": k + 1, "k": k},
+        ),
+        Mistake(
+            lambda table, k: ANY if table is _SINES_ONLY else None,
+            "your M shifts the sin/cos tables but not this one, which holds "
+            "sines only: fit M to the rows of the table you are given, by "
+            "least squares, rather than building the rotation from the "
+            "formula.",
+            example=_rotation,
+        ),
+    ],
+)
 
 
 def check_fit_shift_matrix(
@@ -170,58 +214,7 @@ def check_fit_shift_matrix(
     """Check `fit_shift_matrix(encoding, k)`: the least-squares M with
     encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.
     """
-    name = "fit_shift_matrix"
-
-    def run_cases() -> None:
-        cases = [(64, 8, 3, False), (80, 12, 1, False), (64, 8, 3, True)]
-        for seq_len, d_model, k, sines_only in cases:
-            table = _table(seq_len, d_model, 100.0, sines_only)
-            given = table.copy()
-            got = _call(fit_shift_matrix, name, given, k)
-            _expect_unchanged(name, None, [given], [table])
-            expected = _least_squares(table, k)
-            mistakes = [
-                (
-                    expected.T,
-                    "this is the transpose of M. np.linalg.lstsq(X, Y) "
-                    "solves X @ A ~ Y with one position per row of X, so "
-                    "A = M.T: return A.T. (Fitting backwards, from "
-                    "encoding[pos + k] to encoding[pos], gives the same "
-                    "matrix for a rotation.)",
-                ),
-            ]
-            for wrong_k in (k - 1, k + 1):
-                if wrong_k >= 1:
-                    mistakes.append(
-                        (
-                            _least_squares(table, wrong_k),
-                            f"this shifts by {wrong_k} positions, not k = "
-                            f"{k}: pair the rows encoding[:-k] with "
-                            "encoding[k:].",
-                        )
-                    )
-            _expect_array(name, [table, k], got)
-            if (
-                sines_only
-                and np.shape(got) == expected.shape
-                and not _close(got, expected)
-            ):
-                mistakes.append(
-                    (
-                        got,
-                        "your M shifts the sin/cos tables but not this one, "
-                        "which holds sines only: fit M to the rows of the "
-                        "table you are given, by least squares, rather than "
-                        "building the rotation from the formula.",
-                    )
-                )
-            _expect_close(name, [table, k], got, expected, mistakes)
-
-    _verdict(
-        name,
-        "finds the least-squares shift matrix.",
-        run_cases,
-    )
+    FIT_SHIFT_MATRIX(fit_shift_matrix)
 
 
 def _rotate(x, angle: float, sign: float = 1.0) -> np.ndarray:
@@ -229,59 +222,55 @@ def _rotate(x, angle: float, sign: float = 1.0) -> np.ndarray:
     return np.array([c * x[0] - s * x[1], s * x[0] + c * x[1]])
 
 
+ROTATE_PAIR = Exercise(
+    name="rotate_pair",
+    success="rotates by pos * theta, as RoPE does.",
+    cases=[
+        (np.array([1.0, 0.0]), 1, np.pi / 2),
+        (np.array([0.3, -1.2]), 3, 0.1),
+        (np.array([0.8, 0.5]), 7, 0.01),
+        (np.array([-0.4, 0.9]), 0, 0.5),
+        (np.array([2.0, 1.0]), 12, 1e-3),
+    ],
+    reference=lambda x, pos, theta: _rotate(x, pos * theta),
+    array=True,
+    refusals=[
+        Refusal(
+            lambda got: np.iscomplexobj(got) or isinstance(got, complex),
+            "returned a complex number; return the two real coordinates, "
+            "e.g. np.array([z.real, z.imag]).",
+        )
+    ],
+    mistakes=[
+        Mistake(
+            lambda x, pos, theta: _rotate(x, pos * theta, sign=-1.0),
+            "this rotates clockwise, by -pos * theta. (Dot products would "
+            "still depend only on the offset, but RoPE's convention is "
+            "counterclockwise: x0 cos - x1 sin first.)",
+        ),
+        Mistake(
+            lambda x, pos, theta: _rotate(x, theta),
+            "the angle is pos * theta: the rotation must grow with the "
+            "position.",
+        ),
+        Mistake(
+            lambda x, pos, theta: _rotate(x, float(pos)),
+            "the angle is pos * theta, not pos radians.",
+        ),
+        Mistake(
+            lambda x, pos, theta: np.array(
+                [np.cos(pos * theta) * x[0], np.sin(pos * theta) * x[1]]
+            ),
+            "each output mixes both inputs: x0 cos - x1 sin, then x0 sin + x1 "
+            "cos.",
+        ),
+    ],
+)
+
+
 def check_rotate_pair(
     rotate_pair: Callable[[np.ndarray, int, float], np.ndarray],
 ) -> None:
     """Check `rotate_pair(x, pos, theta)`: x = (x0, x1) rotated
     counterclockwise by pos * theta (RoPE on one pair of dimensions)."""
-    name = "rotate_pair"
-    cases = [
-        ([1.0, 0.0], 1, np.pi / 2),
-        ([0.3, -1.2], 3, 0.1),
-        ([0.8, 0.5], 7, 0.01),
-        ([-0.4, 0.9], 0, 0.5),
-        ([2.0, 1.0], 12, 1e-3),
-    ]
-
-    def run_cases() -> None:
-        for x, pos, theta in cases:
-            x = np.array(x)
-            given = x.copy()
-            got = _call(rotate_pair, name, given, pos, theta)
-            _expect_unchanged(name, None, [given], [x])
-            if np.iscomplexobj(got) or isinstance(got, complex):
-                _fail(
-                    name,
-                    "returned a complex number; return the two real "
-                    "coordinates, e.g. np.array([z.real, z.imag]).",
-                    [x, pos, theta],
-                )
-            _expect_array(name, [x, pos, theta], got)
-            angle = pos * theta
-            mistakes = [
-                (
-                    _rotate(x, angle, sign=-1.0),
-                    "this rotates clockwise, by -pos * theta. (Dot products "
-                    "would still depend only on the offset, but RoPE's "
-                    "convention is counterclockwise: x0 cos - x1 sin first.)",
-                ),
-                (
-                    _rotate(x, theta),
-                    "the angle is pos * theta: the rotation must grow with "
-                    "the position.",
-                ),
-                (
-                    _rotate(x, float(pos)),
-                    "the angle is pos * theta, not pos radians.",
-                ),
-                (
-                    np.array([np.cos(angle) * x[0], np.sin(angle) * x[1]]),
-                    "each output mixes both inputs: x0 cos - x1 sin, then "
-                    "x0 sin + x1 cos.",
-                ),
-            ]
-            _expect_close(
-                name, [x, pos, theta], got, _rotate(x, angle), mistakes
-            )
-
-    _verdict(name, "rotates by pos * theta, as RoPE does.", run_cases)
+    ROTATE_PAIR(rotate_pair)
