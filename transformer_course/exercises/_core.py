@@ -220,7 +220,7 @@ def _number(value, scale: float = 1.0) -> str:
 # ---------------------------------------------------------------- messages
 
 
-def _fail(
+def fail(
     name: str,
     problem: str,
     inputs: Sequence | None = None,
@@ -247,6 +247,9 @@ def _fail(
     if cause is not None:
         raise error from cause
     raise error
+
+
+_fail = fail  # the name the checkers not yet written as tables use
 
 
 def _learner_traceback(error: BaseException) -> list[str]:
@@ -771,7 +774,7 @@ def _expect_unchanged(
         if not _unchanged(value, original):
             _fail(
                 name,
-                problem.format(what=what, now=value),
+                message(problem, what=what, now=value),
                 [original] if inputs is None else inputs,
                 hint,
             )
@@ -859,59 +862,78 @@ def message(text: str, **fields) -> str:
     return text.format(**fields)
 
 
-ANY = object()
-"""A variant's value for "every wrong answer of the right shape" on a case."""
-
-
 @dataclass(frozen=True)
 class Mistake:
     """A known mistake: what it returns and the hint it earns.
 
     `variant` takes the learner's arguments and returns the wrong answer
-    (None where this case cannot tell it apart; `ANY` where every wrong answer
-    of the right shape earns the hint, then `example` is one, for the tests).
-    `hint` is a format string filled from `fields(*arguments)`.
+    (None where this case cannot tell it apart). A mistake seen in the
+    answer itself has `when(got, *arguments)` instead, and `example`, one
+    such answer for the tests. `hint` is a format string, filled from
+    `fields(*arguments)`.
     """
 
-    variant: Callable
+    variant: Callable | None
     hint: str
     fields: Callable[..., dict] | None = None
+    when: Callable[..., bool] | None = None
     example: Callable | None = None
 
     def on(self, args: Sequence, got=None):
         """(wrong answer, hint) on `args`, or None where it does not apply."""
-        wrong = self.variant(*args)
+        if self.when is not None:
+            wrong = got if self.when(got, *args) else None
+        else:
+            wrong = self.variant(*args)
         if wrong is None:
             return None
         fields = self.fields(*args) if self.fields else {}
-        return (got if wrong is ANY else wrong), message(self.hint, **fields)
+        return wrong, message(self.hint, **fields)
 
 
 @dataclass(frozen=True)
 class Refusal:
     """An answer refused before it is compared: `test(got)` true fails with
-    `problem` (and `hint`)."""
+    `problem` (and `hint`), formatted with `type`, the answer's type, and
+    `shape`, the expected answer's shape."""
 
     test: Callable
     problem: str
     hint: str | None = None
 
 
+def shape_of(value) -> str:
+    """The shape of a tensor or array as a tuple, `(2, 5, 16)`, for messages."""
+    shape = getattr(value, "shape", None)
+    return "" if shape is None else str(tuple(int(n) for n in shape))
+
+
+def label(text: str, **fields) -> _Label:
+    """An input described in words (a format string of a table), shown in
+    messages without quotes: `label("x of shape {shape}", shape=...)`."""
+    return _Label(message(text, **fields))
+
+
 @dataclass(frozen=True)
 class Exercise:
     """A checker as data: the cases, the reference and the known mistakes.
 
-    Each case is a tuple of the learner's arguments; `reference(*case)` is
-    the expected answer; `shown(*case)` the inputs a message shows (the case
-    itself by default). `compare` is "close" (arrays, numbers) or "equal"
-    (exact answers); `array` refuses lists where an array is asked for;
-    `quiet` silences NumPy's warnings (overflow in a wrong answer is the
-    point of some cases).
+    `cases` is a list of the learner's arguments (tuples), or a function
+    that builds it (seeded models, inside the verdict that restores the
+    random state). `reference(*case)` is the expected answer; `shown(*case)`
+    the inputs a message shows (the case itself by default). The first
+    `shared` arguments (a model) are passed as they are; the others are
+    copies, and a change to them fails with `in_place` (a problem and a
+    hint, formatted with `what`, the input's name from `names`, and `now`).
+    `convert(name, shown, got)` reads the answer before it is compared,
+    as "close" (arrays, numbers) or "equal" (exact answers, `what` names
+    them); `array` refuses lists where an array is asked for; `quiet`
+    silences NumPy's warnings around the learner's function.
     """
 
     name: str
     success: str
-    cases: Sequence[tuple]
+    cases: Sequence[tuple] | Callable[[], Sequence[tuple]]
     reference: Callable
     mistakes: Sequence[Mistake] = ()
     refusals: Sequence[Refusal] = ()
@@ -920,27 +942,51 @@ class Exercise:
     quiet: bool = False
     atol: float | None = None
     shown: Callable | None = None
+    shared: int = 0
+    in_place: tuple[str, str | None] | None = None
+    names: Sequence[str] | None = None
+    convert: Callable | None = None
+    what: str = ""
+
+    def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
+        originals = args[self.shared :]
+        if self.names is not None:
+            originals = dict(zip(self.names, originals, strict=True))
+        if self.in_place is None:
+            _expect_unchanged(self.name, None, given, originals)
+            return
+        problem, hint = self.in_place
+        hint = hint and message(hint)
+        _expect_unchanged(self.name, shown, given, originals, problem, hint)
 
     def check_case(self, fn: Callable, args: tuple) -> None:
         """Call `fn` on one case and raise ExerciseError if it is wrong."""
         name = self.name
-        given = _copies(*args)
+        given = _copies(*args[self.shared :])
         with np.errstate(all="ignore") if self.quiet else _nothing():
-            got = _call(fn, name, *given)
+            got = _call(fn, name, *args[: self.shared], *given)
         shown = list(self.shown(*args) if self.shown else args)
-        _expect_unchanged(name, None, given, args)
-        for refusal in self.refusals:
-            if refusal.test(got):
-                hint = refusal.hint and message(refusal.hint)
-                _fail(name, message(refusal.problem), shown, hint)
-        if self.array:
-            _expect_array(name, shown, got)
+        self._unchanged(given, args, shown)
         with np.errstate(all="ignore"):
             expected = self.reference(*args)
+        for refusal in self.refusals:
+            if refusal.test(got):
+                fields = {
+                    "type": type(got).__name__,
+                    "shape": shape_of(expected),
+                }
+                hint = refusal.hint and message(refusal.hint)
+                _fail(name, message(refusal.problem, **fields), shown, hint)
+        if self.array:
+            _expect_array(name, shown, got)
+        if self.convert is not None:
+            got = self.convert(name, shown, got)
+        with np.errstate(all="ignore"):
             mistakes = [m.on(args, got) for m in self.mistakes]
         mistakes = [mistake for mistake in mistakes if mistake is not None]
         if self.compare == "equal":
-            _expect_equal(name, shown, got, expected, mistakes)
+            what = message(self.what) if self.what else ""
+            _expect_equal(name, shown, got, expected, mistakes, what=what)
         else:
             _expect_close(name, shown, got, expected, mistakes, self.atol)
 
@@ -948,7 +994,8 @@ class Exercise:
         """Run every case and print the verdict."""
 
         def run_cases() -> None:
-            for args in self.cases:
+            cases = self.cases() if callable(self.cases) else self.cases
+            for args in cases:
                 self.check_case(fn, args)
 
         _verdict(self.name, message(self.success), run_cases)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transformer_course.exercises._core import ANY, Exercise, Mistake, Refusal
+from transformer_course.exercises._core import Exercise, Mistake, Refusal
 
 __all__ = [
     "check_positional_encoding",
@@ -197,11 +197,12 @@ FIT_SHIFT_MATRIX = Exercise(
             fields=lambda table, k: {"wrong_k": k + 1, "k": k},
         ),
         Mistake(
-            lambda table, k: ANY if table is _SINES_ONLY else None,
+            None,
             "your M shifts the sin/cos tables but not this one, which holds "
             "sines only: fit M to the rows of the table you are given, by "
             "least squares, rather than building the rotation from the "
             "formula.",
+            when=lambda got, table, k: table is _SINES_ONLY,
             example=_rotation,
         ),
     ],

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from transformer_course.exercises._core import (
-    _call,
-    _copies,
-    _expect_close,
-    _expect_equal,
-    _expect_unchanged,
-    _fail,
-    _Label,
-    _verdict,
+    Exercise,
+    Mistake,
+    Refusal,
+    fail,
+    label,
+    message,
+    shape_of,
 )
 
 __all__ = [
@@ -23,7 +23,20 @@ __all__ = [
 ]
 
 
-def _numpy(value):
+def _no_grad(fn: Callable) -> Callable:
+    """`fn` run without autograd: the checker's own forward passes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import torch
+
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _numpy(name: str, shown, value):
     """A learner's tensor as a float64 NumPy array; anything else unchanged."""
     import torch
 
@@ -32,23 +45,23 @@ def _numpy(value):
     return value
 
 
-def _expect_tensor(name: str, inputs, got, shape) -> None:
-    """Reject a list, a NumPy array or a number where a tensor is expected;
-    a tuple or None is left to `_expect_close`, which names it."""
+def _not_a_tensor(got) -> bool:
+    """A list, a NumPy array or a number where a tensor is expected; a tuple
+    or None is left to the comparison, which names it."""
     import torch
 
-    if got is None or isinstance(got, (tuple, torch.Tensor)):
-        return
-    _fail(
-        name,
-        f"returned a {type(got).__name__}; expected a tensor of shape "
-        f"{tuple(shape)}.",
-        inputs,
-        "keep the result a torch.Tensor: no .tolist(), .numpy() or "
-        ".item() at the end.",
-    )
+    return not (got is None or isinstance(got, (tuple, torch.Tensor)))
 
 
+_TENSOR = Refusal(
+    _not_a_tensor,
+    "returned a {type}; expected a tensor of shape {shape}.",
+    "keep the result a torch.Tensor: no .tolist(), .numpy() or .item() at "
+    "the end.",
+)
+
+
+@_no_grad
 def _decoder_variant(
     layer,
     x,
@@ -61,7 +74,13 @@ def _decoder_variant(
 ):
     """DecoderLayer's computation with other masks, with keys and values (or
     queries) taken from the decoder's states ("y") or the memory ("m"), or
-    without its feed-forward sub-layer."""
+    without its feed-forward sub-layer. `self_mask` "causal" is the causal
+    mask, "~causal" its inverse."""
+    import torch
+
+    causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+    if isinstance(self_mask, str):
+        self_mask = causal if self_mask == "causal" else ~causal
     y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, self_mask))
 
     def cross(z):
@@ -74,6 +93,7 @@ def _decoder_variant(
     return layer.residual3(y, layer.feed_forward) if feed_forward else y
 
 
+@_no_grad
 def _cross_first(layer, x, memory, src_mask):
     """The decoder layer with its two attention sub-layers swapped."""
     y = layer.residual1(
@@ -83,165 +103,154 @@ def _cross_first(layer, x, memory, src_mask):
     return layer.residual3(y, layer.feed_forward)
 
 
-def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
-    """Check `decoder_layer_forward(layer, x, memory, src_mask)`."""
+def _decoder_cases():
+    """A DecoderLayer with three different LayerNorms (as after training),
+    on a square and a rectangular case; the source has two padded tokens."""
     import torch
 
     from transformer_course.transformer import DecoderLayer
 
-    name = "decoder_layer_forward"
-
-    def run_cases() -> None:
-        torch.manual_seed(0)  # _verdict restores the learner's random state
-        layer = DecoderLayer(16, 4, 64).eval()
-        with torch.no_grad():  # three different LayerNorms, as after training
-            for residual in (layer.residual1, layer.residual2, layer.residual3):
-                residual.norm.weight.uniform_(0.5, 2.0)
-                residual.norm.bias.uniform_(-1.0, 1.0)
-        for T_tgt, T_src in [(5, 5), (4, 7)]:
-            x = torch.randn(2, T_tgt, 16)
-            memory = torch.randn(2, T_src, 16)
-            src_mask = torch.ones(2, 1, T_src, dtype=torch.bool)
-            src_mask[1, :, T_src - 2 :] = False  # two padded source tokens
-            causal = torch.ones(T_tgt, T_tgt, dtype=torch.bool).tril()
-
-            with torch.no_grad():
-                expected = layer(x, memory, src_mask)
-                mistakes = [
-                    (
-                        _decoder_variant(layer, x, memory, causal, "yy", None),
-                        "the cross-attention takes its keys and values from the "
-                        "decoder's states: they must come from the memory.",
-                    ),
-                    (
-                        _decoder_variant(layer, x, memory, causal, "mm", None),
-                        "the source's padding is attended to: pass src_mask "
-                        "to the cross-attention.",
-                    ),
-                    (
-                        _decoder_variant(
-                            layer, x, memory, None, "mm", src_mask
-                        ),
-                        "the self-attention sees the future: make it causal.",
-                    ),
-                ]
-                mistakes += [
-                    (
-                        _decoder_variant(
-                            layer, x, memory, causal, "mm", ~src_mask
-                        ),
-                        "the memory mask is inverted: in this book True means "
-                        "'may attend' (a real token), False a padded one.",
-                    ),
-                    (
-                        _decoder_variant(
-                            layer, x, memory, ~causal, "mm", src_mask
-                        ),
-                        "the causal mask is inverted: in this book True means "
-                        "'may attend', so keep tril(); PyTorch's nn.Transformer "
-                        "uses the opposite convention.",
-                    ),
-                    (
-                        _cross_first(layer, x, memory, src_mask),
-                        "the sub-layers are in the wrong order: masked "
-                        "self-attention first, then cross-attention, then "
-                        "the feed-forward network.",
-                    ),
-                    (
-                        _decoder_variant(
-                            layer, x, memory, causal, "mm", src_mask, False
-                        ),
-                        "the feed-forward sub-layer (residual3) is missing.",
-                    ),
-                ]
-                if T_tgt == T_src:
-                    mistakes += [
-                        (
-                            _decoder_variant(
-                                layer, x, memory, causal, "my", src_mask
-                            ),
-                            "the values come from the decoder's states: both keys "
-                            "and values must come from the memory.",
-                        ),
-                        (
-                            _decoder_variant(
-                                layer,
-                                x,
-                                memory,
-                                causal,
-                                "yy",
-                                src_mask,
-                                queries="m",
-                            ),
-                            "the cross-attention takes its queries from the "
-                            "memory: queries come from the decoder, keys and "
-                            "values from the memory.",
-                        ),
-                        (
-                            _decoder_variant(
-                                layer, x, memory, src_mask, "mm", src_mask
-                            ),
-                            "src_mask masks the source: it belongs to the "
-                            "cross-attention; the self-attention is causal.",
-                        ),
-                    ]
-                    mistakes.append(
-                        (
-                            _decoder_variant(
-                                layer, x, memory, causal, "yy", src_mask
-                            ),
-                            "the cross-attention takes its keys and values from "
-                            "the decoder's states: they must come from the memory.",
-                        )
-                    )
-                    mistakes.append(
-                        (
-                            _decoder_variant(
-                                layer, x, memory, causal, "ym", src_mask
-                            ),
-                            "the keys come from the decoder's states: both keys "
-                            "and values must come from the memory.",
-                        )
-                    )
-                inputs = [
-                    _Label("a DecoderLayer(16, 4, 64)"),
-                    _Label(f"x of shape (2, {T_tgt}, 16)"),
-                    _Label(f"memory of shape (2, {T_src}, 16)"),
-                    _Label(f"src_mask of shape (2, 1, {T_src})"),
-                ]
-                given = _copies(x, memory, src_mask)
-                got = _call(decoder_layer_forward, name, layer, *given)
-                _expect_unchanged(
-                    name,
-                    inputs,
-                    given,
-                    [x, memory, src_mask],
-                    "changed its inputs in place; return a new tensor.",
-                    "copy_(), +=, masked_fill_() and x[...] = write into "
-                    "the caller's tensor.",
-                )
-                _expect_tensor(name, inputs, got, expected.shape)
-                _expect_close(
-                    name, inputs, _numpy(got), expected, mistakes, atol=1e-5
-                )
-
-    _verdict(name, "reads the source through the memory.", run_cases)
+    torch.manual_seed(0)  # the verdict restores the learner's random state
+    layer = DecoderLayer(16, 4, 64).eval()
+    with torch.no_grad():
+        for residual in (layer.residual1, layer.residual2, layer.residual3):
+            residual.norm.weight.uniform_(0.5, 2.0)
+            residual.norm.bias.uniform_(-1.0, 1.0)
+    cases = []
+    for T_tgt, T_src in [(5, 5), (4, 7)]:
+        x = torch.randn(2, T_tgt, 16)
+        memory = torch.randn(2, T_src, 16)
+        src_mask = torch.ones(2, 1, T_src, dtype=torch.bool)
+        src_mask[1, :, T_src - 2 :] = False  # two padded source tokens
+        cases.append((layer, x, memory, src_mask))
+    return cases
 
 
-def _as_id_lists(name: str, inputs, got):
+def _decoder(*masks_and_sources, square=False, **kwargs):
+    """A variant of (layer, x, memory, src_mask): `_decoder_variant` with
+    "src_mask" and "~src_mask" read from the case; None where `square` asks
+    for T_tgt == T_src and the case is not."""
+
+    def variant(layer, x, memory, src_mask):
+        if square and x.size(1) != memory.size(1):
+            return None
+        masks = {"src_mask": src_mask, "~src_mask": ~src_mask}
+        args = [
+            masks.get(a, a) if isinstance(a, str) else a
+            for a in masks_and_sources
+        ]
+        return _decoder_variant(layer, x, memory, *args, **kwargs)
+
+    return variant
+
+
+_KEYS_VALUES_FROM_DECODER = (
+    "the cross-attention takes its keys and values from the decoder's "
+    "states: they must come from the memory."
+)
+
+DECODER_LAYER_FORWARD = Exercise(
+    name="decoder_layer_forward",
+    success="reads the source through the memory.",
+    cases=_decoder_cases,
+    reference=_no_grad(lambda layer, *inputs: layer(*inputs)),
+    shared=1,
+    shown=lambda layer, x, memory, src_mask: [
+        label("a DecoderLayer(16, 4, 64)"),
+        label("x of shape {shape}", shape=shape_of(x)),
+        label("memory of shape {shape}", shape=shape_of(memory)),
+        label("src_mask of shape {shape}", shape=shape_of(src_mask)),
+    ],
+    in_place=(
+        "changed its inputs in place; return a new tensor.",
+        "copy_(), +=, masked_fill_() and x[...] = write into the caller's "
+        "tensor.",
+    ),
+    refusals=[_TENSOR],
+    convert=_numpy,
+    atol=1e-5,
+    mistakes=[
+        Mistake(_decoder("causal", "yy", None), _KEYS_VALUES_FROM_DECODER),
+        Mistake(
+            _decoder("causal", "mm", None),
+            "the source's padding is attended to: pass src_mask to the "
+            "cross-attention.",
+        ),
+        Mistake(
+            _decoder(None, "mm", "src_mask"),
+            "the self-attention sees the future: make it causal.",
+        ),
+        Mistake(
+            _decoder("causal", "mm", "~src_mask"),
+            "the memory mask is inverted: in this book True means 'may "
+            "attend' (a real token), False a padded one.",
+        ),
+        Mistake(
+            _decoder("~causal", "mm", "src_mask"),
+            "the causal mask is inverted: in this book True means 'may "
+            "attend', so keep tril(); PyTorch's nn.Transformer uses the "
+            "opposite convention.",
+        ),
+        Mistake(
+            _cross_first,
+            "the sub-layers are in the wrong order: masked self-attention "
+            "first, then cross-attention, then the feed-forward network.",
+        ),
+        Mistake(
+            _decoder("causal", "mm", "src_mask", feed_forward=False),
+            "the feed-forward sub-layer (residual3) is missing.",
+        ),
+        Mistake(
+            _decoder("causal", "my", "src_mask", square=True),
+            "the values come from the decoder's states: both keys and values "
+            "must come from the memory.",
+        ),
+        Mistake(
+            _decoder("causal", "yy", "src_mask", square=True, queries="m"),
+            "the cross-attention takes its queries from the memory: queries "
+            "come from the decoder, keys and values from the memory.",
+        ),
+        Mistake(
+            _decoder("src_mask", "mm", "src_mask", square=True),
+            "src_mask masks the source: it belongs to the cross-attention; "
+            "the self-attention is causal.",
+        ),
+        Mistake(
+            _decoder("causal", "yy", "src_mask", square=True),
+            _KEYS_VALUES_FROM_DECODER,
+        ),
+        Mistake(
+            _decoder("causal", "ym", "src_mask", square=True),
+            "the keys come from the decoder's states: both keys and values "
+            "must come from the memory.",
+        ),
+    ],
+)
+
+
+def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
+    """Check `decoder_layer_forward(layer, x, memory, src_mask)`."""
+    DECODER_LAYER_FORWARD(decoder_layer_forward)
+
+
+def _as_id_lists(name: str, shown, got):
     """A pair of tensors, arrays or tuples of ids as a pair of int lists;
-    anything else unchanged, for `_expect_equal` to describe."""
+    anything else unchanged, for the comparison to describe."""
     if not (isinstance(got, tuple) and len(got) == 2):
         return got
     parts = []
     for part in got:
         if getattr(part, "ndim", 1) > 1:
-            _fail(
+            fail(
                 name,
-                f"returned a part of shape {tuple(part.shape)}; expected a "
-                "list of ids.",
-                inputs,
-                "one sentence, no batch dimension: return two flat lists.",
+                message(
+                    "returned a part of shape {shape}; expected a list of ids.",
+                    shape=shape_of(part),
+                ),
+                shown,
+                message(
+                    "one sentence, no batch dimension: return two flat lists."
+                ),
             )
         if isinstance(part, (str, bytes)) or not hasattr(part, "__iter__"):
             return got
@@ -252,152 +261,152 @@ def _as_id_lists(name: str, inputs, got):
     return tuple(parts)
 
 
+TEACHER_FORCING = Exercise(
+    name="teacher_forcing",
+    success="frames the sentence for teacher forcing.",
+    cases=[([6, 7, 8], 1, 2), ([10, 11, 12, 13, 14], 3, 4)],
+    reference=lambda ids, bos, eos: ([bos, *ids], [*ids, eos]),
+    compare="equal",
+    what="(decoder_input, target)",
+    names=("ids", "bos_id", "eos_id"),
+    in_place=(
+        "changed {what} in place: it is now {now!r}; return new lists.",
+        "append() and insert() change the caller's list; build new ones: "
+        "[bos_id] + ids, ids + [eos_id].",
+    ),
+    convert=_as_id_lists,
+    mistakes=[
+        Mistake(
+            lambda ids, bos, eos: (ids, ids),
+            "nothing is shifted: the decoder would learn to copy its input. "
+            "Put bos_id in front of the input.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids[:-1]], ids),
+            "that is the notes' example (<bos> 我 爱 -> 我 爱 你), which never "
+            "teaches the model to stop: end the target with eos_id and keep "
+            "the last word in the input.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids, eos], [*ids, eos]),
+            "the input and the target must have the same length: the input "
+            "stops before eos_id.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids], ids),
+            "the target must end with eos_id, so that the model learns to "
+            "stop.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([*ids, eos], [bos, *ids]),
+            "input and target are swapped: the decoder input starts with "
+            "bos_id.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids], [bos, *ids]),
+            "the target is the input shifted left by one position.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids[:-1]], [*ids[1:], eos]),
+            "words are lost: the input drops the last word and the target the "
+            "first; input = [bos_id] + ids, target = ids + [eos_id].",
+        ),
+        Mistake(
+            lambda ids, bos, eos: ([bos, *ids], [eos, *ids]),
+            "eos_id goes at the end of the target, after the last word.",
+        ),
+        Mistake(
+            lambda ids, bos, eos: [bos, *ids, eos],
+            "return the two lists (decoder_input, target), not the framed "
+            "sentence: the input drops its last token, the target its first.",
+        ),
+    ],
+)
+
+
 def check_teacher_forcing(teacher_forcing: Callable) -> None:
     """Check `teacher_forcing(ids, bos_id, eos_id) -> (decoder_input, target)`."""
-    name = "teacher_forcing"
+    TEACHER_FORCING(teacher_forcing)
 
-    def run_cases() -> None:
-        for ids, bos, eos in [([6, 7, 8], 1, 2), ([10, 11, 12, 13, 14], 3, 4)]:
-            expected = ([bos, *ids], [*ids, eos])
-            mistakes = [
-                (
-                    (ids, ids),
-                    "nothing is shifted: the decoder would learn to copy its "
-                    "input. Put bos_id in front of the input.",
-                ),
-                (
-                    ([bos, *ids[:-1]], ids),
-                    "that is the notes' example (<bos> 我 爱 -> 我 爱 你), which "
-                    "never teaches the model to stop: end the target with "
-                    "eos_id and keep the last word in the input.",
-                ),
-                (
-                    ([bos, *ids, eos], [*ids, eos]),
-                    "the input and the target must have the same length: the "
-                    "input stops before eos_id.",
-                ),
-                (
-                    ([bos, *ids], ids),
-                    "the target must end with eos_id, so that the model learns "
-                    "to stop.",
-                ),
-                (
-                    ([*ids, eos], [bos, *ids]),
-                    "input and target are swapped: the decoder input starts "
-                    "with bos_id.",
-                ),
-                (
-                    ([bos, *ids], [bos, *ids]),
-                    "the target is the input shifted left by one position.",
-                ),
-            ]
-            mistakes += [
-                (
-                    ([bos, *ids[:-1]], [*ids[1:], eos]),
-                    "words are lost: the input drops the last word and the "
-                    "target the first; input = [bos_id] + ids, target = ids "
-                    "+ [eos_id].",
-                ),
-                (
-                    ([bos, *ids], [eos, *ids]),
-                    "eos_id goes at the end of the target, after the last word.",
-                ),
-                (
-                    [bos, *ids, eos],
-                    "return the two lists (decoder_input, target), not the "
-                    "framed sentence: the input drops its last token, the "
-                    "target its first.",
-                ),
-            ]
-            given = _copies(ids)
-            got = _call(teacher_forcing, name, *given, bos, eos)
-            _expect_unchanged(
-                name,
-                [ids, bos, eos],
-                given,
-                {"ids": ids},
-                "changed {what} in place: it is now {now!r}; return new lists.",
-                "append() and insert() change the caller's list; build "
-                "new ones: [bos_id] + ids, ids + [eos_id].",
-            )
-            got = _as_id_lists(name, [ids, bos, eos], got)
-            _expect_equal(
-                name,
-                [ids, bos, eos],
-                got,
-                expected,
-                mistakes,
-                what="(decoder_input, target)",
-            )
 
-    _verdict(name, "frames the sentence for teacher forcing.", run_cases)
+def _attention(d: int) -> int:
+    return 4 * (d * d + d)
+
+
+def _ffn(d: int, d_ff: int) -> int:
+    return 2 * d * d_ff + d_ff + d
+
+
+def _encoder(d: int, n: int, d_ff: int) -> int:
+    return n * (_attention(d) + _ffn(d, d_ff) + 2 * 2 * d)
+
+
+def _decoder_size(d: int, n: int, d_ff: int) -> int:
+    return n * (2 * _attention(d) + _ffn(d, d_ff) + 3 * 2 * d)
+
+
+_MORE = "the embedding must have MORE parameters than the encoder"
+
+VOCAB_BREAK_EVEN = Exercise(
+    name="vocab_break_even",
+    success="encoder // d_model + 1 tokens outweigh the encoder.",
+    # the first case: encoder // d_model and its ceiling differ
+    cases=[(64, 3, 200), (512, 6, 2048), (1024, 6, 4096), (16, 2, 40)],
+    reference=lambda d, n, d_ff: _encoder(d, n, d_ff) // d + 1,
+    compare="equal",
+    mistakes=[
+        Mistake(
+            lambda d, n, d_ff: -(-_encoder(d, n, d_ff) // d),
+            _MORE + ", not as many: vocab * d_model > encoder.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: _encoder(d, n, d_ff) // d,
+            _MORE + ": the smallest vocab with vocab * d_model > encoder is "
+            "encoder // d_model + 1.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: _encoder(d, 1, d_ff) // d + 1,
+            "that is one encoder layer: the encoder has n_layers.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: (
+                (_encoder(d, n, d_ff) + _decoder_size(d, n, d_ff)) // d + 1
+            ),
+            "count the encoder only, not the decoder too.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: _decoder_size(d, n, d_ff) // d + 1,
+            "that is the decoder (two attentions, three LayerNorms); the "
+            "encoder layer has one attention and two LayerNorms.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: n * (_attention(d) + _ffn(d, d_ff)) // d + 1,
+            "the LayerNorms have parameters too: 2 * d_model each, two per "
+            "encoder layer.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: n * (4 * d * d + 2 * d * d_ff + 4 * d) // d + 1,
+            "every nn.Linear of the layer has a bias.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: (_encoder(d, n, d_ff) + 2 * d) // d + 1,
+            "the post-LN encoder has no final LayerNorm: its last layer's "
+            "own LayerNorm ends it.",
+        ),
+        Mistake(
+            lambda d, n, d_ff: (
+                n * (_attention(d) + 2 * d * 4 * d + 5 * d + 4 * d) // d + 1
+            ),
+            "use d_ff as given: it is not always 4 * d_model.",
+        ),
+    ],
+)
 
 
 def check_vocab_break_even(vocab_break_even: Callable) -> None:
     """Check `vocab_break_even(d_model, n_layers, d_ff)`: the smallest
     vocabulary whose embedding has more parameters than the whole encoder."""
-    name = "vocab_break_even"
-
-    def run_cases() -> None:
-        for d, n, d_ff in [(512, 6, 2048), (1024, 6, 4096), (16, 2, 40)]:
-            attention = 4 * (d * d + d)
-            ffn = 2 * d * d_ff + d_ff + d
-            layer = attention + ffn + 2 * 2 * d
-            encoder = n * layer
-            expected = encoder // d + 1
-            decoder = n * (2 * attention + ffn + 3 * 2 * d)
-            mistakes = [
-                (
-                    -(-encoder // d),
-                    "the embedding must have MORE parameters than the "
-                    "encoder, not as many: vocab * d_model > encoder.",
-                ),
-                (
-                    encoder // d,
-                    "the embedding must have MORE parameters than the "
-                    "encoder: the smallest vocab with vocab * d_model > "
-                    "encoder is encoder // d_model + 1.",
-                ),
-                (
-                    layer // d + 1,
-                    "that is one encoder layer: the encoder has n_layers.",
-                ),
-                (
-                    (encoder + decoder) // d + 1,
-                    "count the encoder only, not the decoder too.",
-                ),
-                (
-                    decoder // d + 1,
-                    "that is the decoder (two attentions, three LayerNorms); "
-                    "the encoder layer has one attention and two LayerNorms.",
-                ),
-                (
-                    n * (attention + ffn) // d + 1,
-                    "the LayerNorms have parameters too: 2 * d_model each, "
-                    "two per encoder layer.",
-                ),
-                (
-                    n * (4 * d * d + 2 * d * d_ff + 4 * d) // d + 1,
-                    "every nn.Linear of the layer has a bias.",
-                ),
-                (
-                    (encoder + 2 * d) // d + 1,
-                    "the post-LN encoder has no final LayerNorm: its last "
-                    "layer's own LayerNorm ends it.",
-                ),
-                (
-                    n * (attention + 2 * d * 4 * d + 5 * d + 4 * d) // d + 1,
-                    "use d_ff as given: it is not always 4 * d_model.",
-                ),
-            ]
-            got = _call(vocab_break_even, name, d, n, d_ff)
-            _expect_equal(name, [d, n, d_ff], got, expected, mistakes)
-
-    _verdict(
-        name,
-        "encoder // d_model + 1 tokens outweigh the encoder.",
-        run_cases,
-    )
+    VOCAB_BREAK_EVEN(vocab_break_even)
 
 
 def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
@@ -408,7 +417,7 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
 
     from transformer_course.transformer import Transformer, TransformerConfig
 
-    torch.manual_seed(n_layers * 100 + d_model)  # _verdict restores it
+    torch.manual_seed(n_layers * 100 + d_model)  # the verdict restores it
     config = TransformerConfig(
         vocab_size=11,
         d_model=d_model,
@@ -426,9 +435,13 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
                 module.bias.uniform_(-1.0, 1.0)
     src = torch.randint(3, 11, (3, 6))
     src[0, 4:] = src[2, 2:] = config.pad_id  # right padding
+    for module in model.modules():
+        if hasattr(module, "norm_first"):
+            module.norm_first = False
     return model, src
 
 
+@_no_grad
 def _encode_variant(model, src, order="pre", final="end", mask=True):
     """The encoder by hand: pre-LN or post-LN sub-layers; the final LayerNorm
     at the end, after every layer, or left out; with or without the mask."""
@@ -452,65 +465,59 @@ def _encode_variant(model, src, order="pre", final="end", mask=True):
     return x if isinstance(x, torch.Tensor) else None
 
 
+def _encoder_variant(**kwargs) -> Callable:
+    return lambda model, src: _encode_variant(model, src, **kwargs)
+
+
+PRE_LN_ENCODE = Exercise(
+    name="pre_ln_encode",
+    success="pre-LN sub-layers, the padding mask, one final LayerNorm.",
+    cases=lambda: [_pre_ln_model(2, 8, 2), _pre_ln_model(3, 12, 3)],
+    reference=_encode_variant,
+    shared=1,
+    shown=lambda model, src: [
+        label(
+            "a pre-LN model, {n_layers} layers, d_model={d_model}",
+            n_layers=model.config.n_layers,
+            d_model=model.config.d_model,
+        ),
+        label("src of shape {shape}, right-padded", shape=shape_of(src)),
+    ],
+    in_place=("changed src in place; leave it alone.", None),
+    refusals=[_TENSOR],
+    convert=_numpy,
+    atol=1e-4,
+    mistakes=[
+        Mistake(
+            _encoder_variant(final=None),
+            "the final LayerNorm is missing: a pre-LN stack ends with "
+            "model.encoder_norm.",
+        ),
+        Mistake(
+            _encoder_variant(final="every"),
+            "apply model.encoder_norm once, after the last layer, not after "
+            "every layer.",
+        ),
+        Mistake(
+            _encoder_variant(order="post"),
+            "that is post-LN (LayerNorm after the addition); so is "
+            "model.encode or layer(x, mask) here: their Residuals are set to "
+            "post-LN. Build each sub-layer as x + sublayer(residualK.norm(x)).",
+        ),
+        Mistake(
+            _encoder_variant(order="post", final=None),
+            "that is the post-LN encoder: pre-LN normalises each sub-layer's "
+            "input, adds x, and ends with model.encoder_norm.",
+        ),
+        Mistake(
+            _encoder_variant(mask=False),
+            "the padding mask is missing: (src != pad_id) of shape (B, 1, "
+            "T_src), passed to self_attn.",
+        ),
+    ],
+)
+
+
 def check_pre_ln_encode(pre_ln_encode: Callable) -> None:
     """Check `pre_ln_encode(model, src)`: the pre-LN encoder's memory."""
-    name = "pre_ln_encode"
-
-    def run_cases() -> None:
-        import torch
-
-        for n_layers, d_model, n_heads in [(2, 8, 2), (3, 12, 3)]:
-            model, src = _pre_ln_model(n_layers, d_model, n_heads)
-            for module in model.modules():
-                if hasattr(module, "norm_first"):
-                    module.norm_first = False
-            with torch.no_grad():
-                expected = _encode_variant(model, src)
-                mistakes = [
-                    (
-                        _encode_variant(model, src, final=None),
-                        "the final LayerNorm is missing: a pre-LN stack ends "
-                        "with model.encoder_norm.",
-                    ),
-                    (
-                        _encode_variant(model, src, final="every"),
-                        "apply model.encoder_norm once, after the last layer, "
-                        "not after every layer.",
-                    ),
-                    (
-                        _encode_variant(model, src, order="post"),
-                        "that is post-LN (LayerNorm after the addition); so is "
-                        "model.encode or layer(x, mask) here: their Residuals "
-                        "are set to post-LN. Build each sub-layer as "
-                        "x + sublayer(residualK.norm(x)).",
-                    ),
-                    (
-                        _encode_variant(model, src, order="post", final=None),
-                        "that is the post-LN encoder: pre-LN normalises each "
-                        "sub-layer's input, adds x, and ends with "
-                        "model.encoder_norm.",
-                    ),
-                    (
-                        _encode_variant(model, src, mask=False),
-                        "the padding mask is missing: (src != pad_id) of "
-                        "shape (B, 1, T_src), passed to self_attn.",
-                    ),
-                ]
-            inputs = [
-                _Label(f"a pre-LN model, {n_layers} layers, d_model={d_model}"),
-                _Label(f"src of shape {tuple(src.shape)}, right-padded"),
-            ]
-            given = _copies(src)
-            got = _call(pre_ln_encode, name, model, *given)
-            problem = "changed src in place; leave it alone."
-            _expect_unchanged(name, inputs, given, [src], problem, None)
-            _expect_tensor(name, inputs, got, expected.shape)
-            _expect_close(
-                name, inputs, _numpy(got), expected, mistakes, atol=1e-4
-            )
-
-    _verdict(
-        name,
-        "pre-LN sub-layers, the padding mask, one final LayerNorm.",
-        run_cases,
-    )
+    PRE_LN_ENCODE(pre_ln_encode)
