@@ -227,16 +227,19 @@ def fail(
     hint: str | None = None,
     details: Sequence[str] = (),
     cause: BaseException | None = None,
+    **fields,
 ) -> None:
     """Raise ExerciseError with the standard layout.
 
     `problem` is the first line (what is wrong, written after the learner's
     function name), then the hint, then `on input ...`, then `details`; the
-    whole message is cut to `MAX_LINES` lines.
+    whole message is cut to `MAX_LINES` lines. `problem` and `hint` go
+    through `message`, `problem` filled in with `fields`.
     """
+    problem = message(problem, **fields)
     lines = textwrap.wrap(f"{_display_name(name)} {problem}", width=_WIDTH)
     if hint:
-        lines += textwrap.wrap(f"Hint: {hint}", width=_WIDTH)
+        lines += textwrap.wrap(f"Hint: {message(hint)}", width=_WIDTH)
     if inputs is not None:
         budget = max(1, MAX_LINES - len(lines) - len(details))
         lines += _describe_inputs(inputs, max_lines=budget).splitlines()
@@ -712,7 +715,7 @@ _IN_PLACE = (
     "changed its input in place; return a new array and leave the input as "
     "it was."
 )
-_IN_PLACE_NEEDED = (
+IN_PLACE_NEEDED = (
     "changed {what} in place; leave the inputs as they were (the caller "
     "still needs them)."
 )
@@ -854,12 +857,12 @@ def _verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
 
 
 def message(text: str, **fields) -> str:
-    """A message of a checker's table, its `{fields}` filled in.
+    """A message of a checker, its `{fields}` filled in when it has some.
 
-    Every hint, refusal and verdict of a table is built here, from its format
-    string: the one place where a translation is to be looked up.
+    Every problem, hint and verdict is built here (`fail` calls it), from its
+    format string: the one place where a translation is to be looked up.
     """
-    return text.format(**fields)
+    return text.format(**fields) if fields else text
 
 
 @dataclass(frozen=True)
@@ -894,8 +897,9 @@ class Mistake:
 @dataclass(frozen=True)
 class Refusal:
     """An answer refused before it is compared: `test(got)` true fails with
-    `problem` (and `hint`), formatted with `type`, the answer's type, and
-    `shape`, the expected answer's shape."""
+    `problem` (and `hint`), formatted with `type`, the answer's type, `kind`
+    (`a tensor`, `a NumPy array`, ...) and `shape`, the expected answer's
+    shape."""
 
     test: Callable
     problem: str
@@ -926,8 +930,8 @@ class Exercise:
     copies, and a change to them fails with `in_place` (a problem and a
     hint, formatted with `what`, the input's name from `names`, and `now`).
     `convert(name, shown, got)` reads the answer before it is compared,
-    as "close" (arrays, numbers) or "equal" (exact answers, `what` names
-    them); `array` refuses lists where an array is asked for; `quiet`
+    as "close" (arrays, numbers), "equal" (exact answers, `what` names them)
+    or by `compare(name, shown, got, expected, *case)` itself; `array` refuses lists where an array is asked for; `quiet`
     silences NumPy's warnings around the learner's function.
     """
 
@@ -937,7 +941,7 @@ class Exercise:
     reference: Callable
     mistakes: Sequence[Mistake] = ()
     refusals: Sequence[Refusal] = ()
-    compare: str = "close"
+    compare: str | Callable = "close"
     array: bool = False
     quiet: bool = False
     atol: float | None = None
@@ -956,7 +960,6 @@ class Exercise:
             _expect_unchanged(self.name, None, given, originals)
             return
         problem, hint = self.in_place
-        hint = hint and message(hint)
         _expect_unchanged(self.name, shown, given, originals, problem, hint)
 
     def check_case(self, fn: Callable, args: tuple) -> None:
@@ -973,10 +976,10 @@ class Exercise:
             if refusal.test(got):
                 fields = {
                     "type": type(got).__name__,
+                    "kind": _a_kind(got),
                     "shape": shape_of(expected),
                 }
-                hint = refusal.hint and message(refusal.hint)
-                _fail(name, message(refusal.problem, **fields), shown, hint)
+                fail(name, refusal.problem, shown, refusal.hint, **fields)
         if self.array:
             _expect_array(name, shown, got)
         if self.convert is not None:
@@ -984,7 +987,9 @@ class Exercise:
         with np.errstate(all="ignore"):
             mistakes = [m.on(args, got) for m in self.mistakes]
         mistakes = [mistake for mistake in mistakes if mistake is not None]
-        if self.compare == "equal":
+        if callable(self.compare):  # a checker of properties, not values
+            self.compare(name, shown, got, expected, *args)
+        elif self.compare == "equal":
             what = message(self.what) if self.what else ""
             _expect_equal(name, shown, got, expected, mistakes, what=what)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import io
 import math
@@ -14,22 +15,20 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from transformer_course.exercises._core import (
+    IN_PLACE_NEEDED,
+    Exercise,
+    Mistake,
+    Refusal,
     _call,
-    _copies,
     _describe,
-    _expect_close,
-    _expect_equal,
-    _expect_kind,
     _expect_returned,
-    _expect_unchanged,
-    _fail,
     _is_array,
     _is_tensor,
-    _IN_PLACE_NEEDED,
-    _Label,
-    _rng,
-    _torch_generator,
     _verdict,
+    fail,
+    label,
+    message,
+    shape_of,
 )
 
 __all__ = [
@@ -44,6 +43,7 @@ def _noam(step: int, d_model: int, warmup: int) -> float:
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
+@functools.cache
 def _half_peak_steps(d_model: int, warmup: int) -> tuple[int, int]:
     """By search: the first step with lr >= peak / 2, and the first after the
     peak with lr <= peak / 2."""
@@ -59,111 +59,117 @@ def _half_peak_steps(d_model: int, warmup: int) -> tuple[int, int]:
     return rising, falling
 
 
+def _rising(d_model: int, warmup: int) -> int:
+    return _half_peak_steps(d_model, warmup)[0]
+
+
+def _falling(d_model: int, warmup: int) -> int:
+    return _half_peak_steps(d_model, warmup)[1]
+
+
+def _as_steps(name: str, shown, got):
+    """A list or tuple of steps as a tuple of ints; floats refused."""
+    if isinstance(got, list):
+        got = tuple(got)
+    if not isinstance(got, tuple):
+        return got
+    floats = [v for v in got if isinstance(v, (float, np.floating))]
+    if floats:
+        hint = (
+            "these look like learning rates: return the steps where lr "
+            "crosses half the peak, not the lr."
+            if all(abs(v) < 1 for v in floats)
+            else "return plain ints: math.ceil(warmup / 2) is one, warmup / 2 "
+            "a float."
+        )
+        problem = "returned {got}: steps are whole numbers, return ints."
+        fail(name, problem, shown, hint, got=_describe(got, 0))
+    return tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in got)
+
+
+def _searched_from_the_start(got, d_model: int, warmup: int) -> bool:
+    """A falling step before the peak: the search started at step 1."""
+    return (
+        isinstance(got, tuple)
+        and len(got) == 2
+        and isinstance(got[1], int)
+        and got[1] < warmup
+        and got[0] == _rising(d_model, warmup)
+    )
+
+
+_FROM_ONE = (
+    "count steps from 1 and take the first step whose lr reaches half the "
+    "peak: ceil(warmup / 2)."
+)
+
+HALF_PEAK_STEPS = Exercise(
+    name="half_peak_steps",
+    success="finds where the warm-up schedule is at half its peak.",
+    cases=[(512, 4000), (64, 200), (256, 333), (128, 7)],
+    reference=_half_peak_steps,
+    compare="equal",
+    refusals=[
+        Refusal(
+            _is_array,
+            "returned {kind}; expected a tuple of two ints (rising, falling).",
+            "return (rising, falling) with plain ints: tuple(int(v) for v in "
+            "...).",
+        )
+    ],
+    convert=_as_steps,
+    mistakes=[
+        Mistake(
+            lambda d, w: (_rising(d, w), 2 * w),
+            "after the peak lr falls as step**-0.5, not linearly: half the "
+            "peak is at 4 * warmup, not 2 * warmup.",
+        ),
+        Mistake(
+            lambda d, w: (_rising(d, w), round(math.sqrt(2) * w)),
+            "lr = peak * (warmup / step)**0.5 after the peak; solve "
+            "(warmup/step)**0.5 = 1/2.",
+        ),
+        Mistake(lambda d, w: (w // 2, _falling(d, w)), _FROM_ONE),
+        Mistake(lambda d, w: (_rising(d, w) - 1, _falling(d, w)), _FROM_ONE),
+        Mistake(
+            lambda d, w: (_rising(d, w) - 1, _falling(d, w) - 1),
+            "both steps are one too early: steps count from 1 (the first "
+            "update has step = 1), not from 0.",
+        ),
+        Mistake(
+            lambda d, w: (_rising(d, w), _falling(d, w) + 1),
+            "the first step with lr <= peak / 2 is 4 * warmup itself "
+            "(equality counts).",
+        ),
+        Mistake(
+            lambda d, w: (_rising(d, w), _falling(d, w) - 1),
+            "at 4 * warmup - 1 the lr is still above half the peak; 4 * "
+            "warmup is the first step with lr <= peak / 2.",
+        ),
+        Mistake(
+            lambda d, w: (_falling(d, w), _rising(d, w)),
+            "the two steps are swapped: return (rising, falling), the step on "
+            "the way up first.",
+        ),
+        Mistake(
+            lambda d, w: (w, w),
+            "that is the peak itself; the question asks where lr is half of "
+            "it.",
+        ),
+        Mistake(
+            None,
+            "the second step comes after the peak: search from step = warmup "
+            "on (the lr is small at the start too).",
+            when=_searched_from_the_start,
+            example=lambda d, w: (_rising(d, w), 1),
+        ),
+    ],
+)
+
+
 def check_half_peak_steps(half_peak_steps: Callable) -> None:
     """Check `half_peak_steps(d_model, warmup) -> (rising, falling)`."""
-    name = "half_peak_steps"
-
-    def run_cases() -> None:
-        for d_model, warmup in [(512, 4000), (64, 200), (256, 333), (128, 7)]:
-            inputs = [d_model, warmup]
-            got = _call(half_peak_steps, name, d_model, warmup)
-            _expect_kind(
-                name,
-                inputs,
-                got,
-                "a tuple of two ints (rising, falling)",
-                "return (rising, falling) with plain ints: "
-                "tuple(int(v) for v in ...).",
-                reject=_is_array,
-            )
-            if isinstance(got, list):
-                got = tuple(got)
-            if isinstance(got, tuple):
-                floats = [v for v in got if isinstance(v, (float, np.floating))]
-                if floats:
-                    hint = (
-                        "these look like learning rates: return the steps "
-                        "where lr crosses half the peak, not the lr."
-                        if all(abs(v) < 1 for v in floats)
-                        else "return plain ints: math.ceil(warmup / 2) is "
-                        "one, warmup / 2 a float."
-                    )
-                    _fail(
-                        name,
-                        f"returned {_describe(got, 0)}: steps are whole "
-                        "numbers, return ints.",
-                        inputs,
-                        hint,
-                    )
-                got = tuple(
-                    int(v) if isinstance(v, (int, np.integer)) else v
-                    for v in got
-                )
-            expected = _half_peak_steps(d_model, warmup)
-            rising, falling = expected
-            from_one = (
-                "count steps from 1 and take the first "
-                "step whose lr reaches half the peak: ceil(warmup / 2)."
-            )
-            mistakes = [
-                (
-                    (rising, 2 * warmup),
-                    "after the peak lr falls as step**-0.5, not "
-                    "linearly: half the peak is at 4 * warmup, not 2 * warmup.",
-                ),
-                (
-                    (rising, round(math.sqrt(2) * warmup)),
-                    "lr = peak * "
-                    "(warmup / step)**0.5 after the peak; solve (warmup/step)**0.5 = 1/2.",
-                ),
-                ((warmup // 2, falling), from_one),
-                ((rising - 1, falling), from_one),
-                (
-                    (rising - 1, falling - 1),
-                    "both steps are one too early: steps count from 1 "
-                    "(the first update has step = 1), not from 0.",
-                ),
-                (
-                    (rising, falling + 1),
-                    "the first step with lr <= peak / 2 is "
-                    "4 * warmup itself (equality counts).",
-                ),
-                (
-                    (rising, falling - 1),
-                    "at 4 * warmup - 1 the lr is still above half the peak; "
-                    "4 * warmup is the first step with lr <= peak / 2.",
-                ),
-                (
-                    (falling, rising),
-                    "the two steps are swapped: return (rising, falling), "
-                    "the step on the way up first.",
-                ),
-                (
-                    (warmup, warmup),
-                    "that is the peak itself; the question asks "
-                    "where lr is half of it.",
-                ),
-            ]
-            if (
-                isinstance(got, tuple)
-                and len(got) == 2
-                and isinstance(got[1], int)
-                and got[1] < warmup
-                and got[0] == rising
-            ):
-                mistakes.append(
-                    (
-                        got,
-                        "the second step comes after the peak: search "
-                        "from step = warmup on (the lr is small at the start "
-                        "too).",
-                    )
-                )
-            _expect_equal(name, inputs, got, expected, mistakes)
-
-    _verdict(
-        name, "finds where the warm-up schedule is at half its peak.", run_cases
-    )
+    HALF_PEAK_STEPS(half_peak_steps)
 
 
 def _reference_batches(lengths, max_tokens):
@@ -186,75 +192,83 @@ def _padded(batches, lengths, side):
     return sum(len(b) * max(lengths[i][side] for i in b) for b in batches)
 
 
-_FULL_BATCHES = (
-    "a batch may fill the budget exactly: 4 examples of length 3 make "
-    "4 * 3 = 12 <= max_tokens=12. Start a new batch only when "
-    "(len(batch) + 1) * longest > max_tokens."
-)
-_RESET_LONGEST = (
-    "the 6 examples (2, 1) fit in one batch (6 * 2 = 12); a new batch starts "
-    "empty: reset its longest source and target lengths when you open it."
-)
-
-
-def _as_batches(name: str, inputs, got) -> list[list[int]]:
+def _as_batches(name: str, shown, got) -> list[list[int]]:
     """The learner's batches as lists of ints, or a message saying what they are."""
-    _expect_returned(name, inputs, got)
+    _expect_returned(name, shown, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
-        _fail(
-            name,
-            f"returned a {type(got).__name__}, not a list of batches: a "
-            "generator is lazy and can be read only once.",
-            inputs,
-            "collect the batches in a list (batches.append(batch)) and "
-            "return the list.",
+        problem = (
+            "returned a {type}, not a list of batches: a generator is lazy "
+            "and can be read only once."
         )
+        hint = (
+            "collect the batches in a list (batches.append(batch)) and return "
+            "the list."
+        )
+        fail(name, problem, shown, hint, type=type(got).__name__)
     if not isinstance(got, (list, tuple)):
-        _fail(
-            name,
-            "must return a list of batches, each a list of indices; got "
-            f"{_describe(got, 0)}.",
-            inputs,
+        problem = (
+            "must return a list of batches, each a list of indices; got {got}."
         )
-    batches = []
-    for position, batch in enumerate(got):
-        if isinstance(batch, (int, np.integer)):
-            _fail(
-                name,
-                f"returned a flat list (item {position} is the index "
-                f"{int(batch)}); expected a list of batches, each a list "
-                "of indices.",
-                inputs,
-            )
-        try:
-            items = list(batch)
-        except TypeError:
-            _fail(
-                name,
-                f"returned {_describe(batch, 0)} as batch {position}; each "
-                "batch must be a list of indices.",
-                inputs,
-            )
-        indices = []
-        for item in items:
-            try:
-                indices.append(operator.index(item))
-            except TypeError:
-                what = (
-                    "a (source, target) pair of lengths"
-                    if isinstance(item, (tuple, list))
-                    else _describe(item, 0)
-                )
-                _fail(
-                    name,
-                    f"put {what} in batch {position}, not an index: each "
-                    "batch lists the indices i of its examples.",
-                    inputs,
-                    "batch.append(i), where lengths[i] is the example's "
-                    "pair of lengths.",
-                )
-        batches.append(indices)
-    return batches
+        fail(name, problem, shown, got=_describe(got, 0))
+    return [_as_indices(name, shown, batch, i) for i, batch in enumerate(got)]
+
+
+def _as_indices(name: str, shown, batch, position: int) -> list[int]:
+    """One batch as a list of indices, or a message saying what it holds."""
+    if isinstance(batch, (int, np.integer)):
+        problem = (
+            "returned a flat list (item {position} is the index {index}); "
+            "expected a list of batches, each a list of indices."
+        )
+        fail(name, problem, shown, position=position, index=int(batch))
+    try:
+        items = list(batch)
+    except TypeError:
+        problem = (
+            "returned {got} as batch {position}; each batch must be a list "
+            "of indices."
+        )
+        fail(name, problem, shown, got=_describe(batch, 0), position=position)
+    for item in items:
+        if isinstance(item, (tuple, list)):
+            what = message("a (source, target) pair of lengths")
+        elif not hasattr(item, "__index__"):
+            what = _describe(item, 0)
+        else:
+            continue
+        problem = (
+            "put {what} in batch {position}, not an index: each batch lists "
+            "the indices i of its examples."
+        )
+        hint = (
+            "batch.append(i), where lengths[i] is the example's pair of "
+            "lengths."
+        )
+        fail(name, problem, shown, hint, what=what, position=position)
+    return [operator.index(item) for item in items]
+
+
+def _expect_every_index_once(name, shown, got, lengths) -> None:
+    seen = sorted(i for batch in got for i in batch)
+    if seen == list(range(len(lengths))):
+        if any(len(batch) == 0 for batch in got):
+            fail(name, "returned an empty batch.", shown)
+        return
+    missing = sorted(set(range(len(lengths))) - set(seen))
+    outside = [i for i in seen if not 0 <= i < len(lengths)]
+    hint = None
+    if outside:
+        problem = message(
+            "returns index {i}, which is no example", i=outside[0]
+        )
+    elif missing:
+        problem = message("loses example {i}", i=missing[0])
+        hint = "the last batch is still open when the loop ends: append it too."
+    else:
+        twice = len(seen) - len(set(seen))
+        problem = message("puts {n} example(s) in two batches", n=twice)
+    line = "{wrong}: every index must be in exactly one batch."
+    fail(name, line, shown, hint, wrong=problem)
 
 
 def _one_too_many(batch, lengths, max_tokens) -> bool:
@@ -269,176 +283,142 @@ def _one_too_many(batch, lengths, max_tokens) -> bool:
     return False
 
 
+# why a batch is over budget: the first rule that holds gives the hint
+_OVER_BUDGET = [
+    (
+        lambda summed, fits, one_too_many: summed,
+        "count padded positions: len(batch) * the longest length in it, not "
+        "the sum of lengths.",
+    ),
+    (
+        lambda summed, fits, one_too_many: fits[0] != fits[1],
+        "check the {what} side too: the paper counts source and target tokens.",
+    ),
+    (
+        lambda summed, fits, one_too_many: one_too_many,
+        "check the batch as it would be WITH the new example: (len(batch) + "
+        "1) * max(longest, its length) <= max_tokens, before adding it.",
+    ),
+]
+
+
+def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
+    def padded(batch, side):
+        return len(batch) * max(lengths[i][side] for i in batch)
+
+    fits = [all(padded(b, side) <= max_tokens for b in got) for side in (0, 1)]
+    summed = all(
+        sum(lengths[i][side] for i in b) <= max_tokens
+        for b in got
+        for side in (0, 1)
+    )
+    for batch in got:
+        for side, what in [(0, "source"), (1, "target")]:
+            if padded(batch, side) <= max_tokens:
+                continue
+            too_many = _one_too_many(batch, lengths, max_tokens)
+            hint = next(
+                (h for test, h in _OVER_BUDGET if test(summed, fits, too_many)),
+                None,
+            )
+            problem = (
+                "made a batch of {n} whose padded {what} size is {padded} > "
+                "max_tokens={max_tokens}."
+            )
+            fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
+            hint = hint and message(hint, what=what)
+            fail(
+                name, problem, shown, hint, padded=padded(batch, side), **fields
+            )
+
+
+_TOO_MANY_BATCHES = (
+    "needs {got} batches where {best} suffice: fill each batch up to the "
+    "budget."
+)
+_FULL_LENGTHS = [(3, 3)] * 12
+_RESET_LENGTHS = [(2, 1), (1, 6), (2, 1), (2, 1), (1, 6)] + [(2, 1)] * 3
+# two small cases whose fewest batches every sorted greedy finds, and the
+# hint for an answer that needs more
+_EXACT = [
+    (
+        _FULL_LENGTHS,
+        "a batch may fill the budget exactly: 4 examples of length 3 make 4 * "
+        "3 = 12 <= max_tokens=12. Start a new batch only when (len(batch) + "
+        "1) * longest > max_tokens.",
+    ),
+    (
+        _RESET_LENGTHS,
+        "the 6 examples (2, 1) fit in one batch (6 * 2 = 12); a new batch "
+        "starts empty: reset its longest source and target lengths when you "
+        "open it.",
+    ),
+]
+
+
+def _judge_batches(name, shown, got, reference, lengths, max_tokens) -> None:
+    """Every example once, within budget on both sides, few batches, little
+    padding: any sorted greedy passes, not only the reference's order."""
+    _expect_every_index_once(name, shown, got, lengths)
+    _expect_within_budget(name, shown, got, lengths, max_tokens)
+    counts = {"got": len(got), "best": len(reference)}
+    exact = next((hint for case, hint in _EXACT if case is lengths), None)
+    if exact is not None and len(got) > len(reference):
+        fail(name, _TOO_MANY_BATCHES, shown, exact, **counts)
+    if len(got) > 1.5 * len(reference) + 1:
+        hint = "sort the examples by length first, then cut."
+        fail(name, _TOO_MANY_BATCHES, shown, hint, **counts)
+    # padding of source and target together: sorting by the source, the
+    # target or their sum are all fine ways to keep it small
+    real = sum(s + t for s, t in lengths)
+    waste = 1 - real / (_padded(got, lengths, 0) + _padded(got, lengths, 1))
+    best = 1 - real / (
+        _padded(reference, lengths, 0) + _padded(reference, lengths, 1)
+    )
+    if waste > 2 * best + 0.05:
+        problem = (
+            "wastes {waste:.0%} of its padded positions (source and target "
+            "together) on padding; sorting by length wastes {best:.0%}."
+        )
+        hint = "sort the examples by length before cutting them into batches."
+        fail(name, problem, shown, hint, waste=waste, best=best)
+
+
+def _token_cases():
+    rng = np.random.default_rng(7)
+    pairs = rng.integers(1, 30, size=(300, 2))
+    sources, extra = rng.integers(2, 40, 400), rng.integers(-1, 8, 400)
+    return [
+        ([(int(s), int(t)) for s, t in pairs], 200),
+        (
+            [(int(s), int(s + d)) for s, d in zip(sources, extra, strict=True)],
+            256,
+        ),
+        ([(3, 4), (5, 2), (2, 2), (6, 7), (4, 4)], 12),
+        (_FULL_LENGTHS, 12),
+        (_RESET_LENGTHS, 12),
+    ]
+
+
+TOKEN_BATCHES = Exercise(
+    name="token_batches",
+    success="never exceeds the budget on either side, and pads little.",
+    cases=_token_cases(),
+    reference=_reference_batches,
+    in_place=(
+        "changed lengths in place, so the indices no longer point at the "
+        "examples they name.",
+        "lengths.sort() reorders the caller's list; sort the indices instead: "
+        "sorted(range(len(lengths)), key=lambda i: lengths[i]).",
+    ),
+    convert=_as_batches,
+    compare=_judge_batches,
+)
+
+
 def check_token_batches(token_batches: Callable) -> None:
     """Check `token_batches(lengths, max_tokens)` for (source, target) lengths."""
-    name = "token_batches"
-
-    def run_cases() -> None:
-        rng = _rng(7)
-        cases = [
-            (
-                [
-                    (int(s), int(t))
-                    for s, t in rng.integers(1, 30, size=(300, 2))
-                ],
-                200,
-                None,
-            ),
-            (
-                [
-                    (int(s), int(s) + int(d))
-                    for s, d in zip(
-                        rng.integers(2, 40, 400),
-                        rng.integers(-1, 8, 400),
-                        strict=True,
-                    )
-                ],
-                256,
-                None,
-            ),
-            ([(3, 4), (5, 2), (2, 2), (6, 7), (4, 4)], 12, None),
-            # two small cases whose fewest batches every sorted greedy finds
-            ([(3, 3)] * 12, 12, _FULL_BATCHES),
-            (
-                [
-                    (2, 1),
-                    (1, 6),
-                    (2, 1),
-                    (2, 1),
-                    (1, 6),
-                    (2, 1),
-                    (2, 1),
-                    (2, 1),
-                ],
-                12,
-                _RESET_LONGEST,
-            ),
-        ]
-        for lengths, max_tokens, exact_hint in cases:
-            inputs = [lengths, max_tokens]
-            given = _copies(lengths)
-            got = _call(token_batches, name, *given, max_tokens)
-            _expect_unchanged(
-                name,
-                inputs,
-                given,
-                [lengths],
-                "changed lengths in place, so the indices no longer point "
-                "at the examples they name.",
-                "lengths.sort() reorders the caller's list; sort the "
-                "indices instead: sorted(range(len(lengths)), "
-                "key=lambda i: lengths[i]).",
-            )
-            got = _as_batches(name, inputs, got)
-            seen = sorted(i for batch in got for i in batch)
-            if seen != list(range(len(lengths))):
-                missing = sorted(set(range(len(lengths))) - set(seen))
-                twice = len(seen) - len(set(seen))
-                outside = [i for i in seen if not 0 <= i < len(lengths)]
-                if outside:
-                    problem = f"returns index {outside[0]}, which is no example"
-                elif missing:
-                    problem = f"loses example {missing[0]}"
-                else:
-                    problem = f"puts {twice} example(s) in two batches"
-                hint = (
-                    "the last batch is still open when the loop ends: "
-                    "append it too."
-                    if missing and not outside
-                    else None
-                )
-                _fail(
-                    name,
-                    f"{problem}: every index must be in exactly one batch.",
-                    inputs,
-                    hint,
-                )
-            if any(len(batch) == 0 for batch in got):
-                _fail(name, "returned an empty batch.", inputs)
-            fits = {
-                side: all(
-                    len(b) * max(lengths[i][side] for i in b) <= max_tokens
-                    for b in got
-                )
-                for side in (0, 1)
-            }
-            summed = all(
-                sum(lengths[i][side] for i in b) <= max_tokens
-                for b in got
-                for side in (0, 1)
-            )
-            for batch in got:
-                for side, what in [(0, "source"), (1, "target")]:
-                    padded = len(batch) * max(lengths[i][side] for i in batch)
-                    if padded <= max_tokens:
-                        continue
-                    if summed:
-                        hint = (
-                            "count padded positions: len(batch) * the "
-                            "longest length in it, not the sum of lengths."
-                        )
-                    elif fits[0] != fits[1]:
-                        hint = (
-                            f"check the {what} side too: the paper counts "
-                            "source and target tokens."
-                        )
-                    elif _one_too_many(batch, lengths, max_tokens):
-                        hint = (
-                            "check the batch as it would be WITH the new "
-                            "example: (len(batch) + 1) * max(longest, its "
-                            "length) <= max_tokens, before adding it."
-                        )
-                    else:
-                        hint = None
-                    _fail(
-                        name,
-                        f"made a batch of {len(batch)} whose padded "
-                        f"{what} size is {padded} > max_tokens={max_tokens}.",
-                        inputs,
-                        hint,
-                    )
-            reference = _reference_batches(lengths, max_tokens)
-            if exact_hint is not None and len(got) > len(reference):
-                _fail(
-                    name,
-                    f"needs {len(got)} batches where {len(reference)} "
-                    "suffice: fill each batch up to the budget.",
-                    inputs,
-                    exact_hint,
-                )
-            if len(got) > 1.5 * len(reference) + 1:
-                _fail(
-                    name,
-                    f"needs {len(got)} batches where {len(reference)} "
-                    "suffice: fill each batch up to the budget.",
-                    inputs,
-                    "sort the examples by length first, then cut.",
-                )
-            # padding of source and target together: sorting by the source,
-            # the target or their sum are all fine ways to keep it small
-            real = sum(s + t for s, t in lengths)
-            waste = 1 - real / (
-                _padded(got, lengths, 0) + _padded(got, lengths, 1)
-            )
-            best = 1 - real / (
-                _padded(reference, lengths, 0) + _padded(reference, lengths, 1)
-            )
-            if waste > 2 * best + 0.05:
-                _fail(
-                    name,
-                    f"wastes {waste:.0%} of its padded positions (source and "
-                    f"target together) on padding; sorting by length wastes "
-                    f"{best:.0%}.",
-                    inputs,
-                    "sort the examples by length before cutting "
-                    "them into batches.",
-                )
-
-    _verdict(
-        name,
-        "never exceeds the budget on either side, and pads little.",
-        run_cases,
-    )
+    TOKEN_BATCHES(token_batches)
 
 
 def _smoothed(
@@ -461,7 +441,9 @@ def _smoothed(
     import torch
 
     V = logits.size(-1)
-    if log_probs is None:
+    if callable(log_probs):
+        log_probs = log_probs(logits.double())
+    elif log_probs is None:
         log_probs = logits.double().log_softmax(-1)
     q = torch.full_like(log_probs, epsilon / spread(V))
     if add_label:
@@ -489,157 +471,164 @@ def _smoothed(
     raise ValueError(reduce)
 
 
-def _annotated_reference(logits, target, epsilon, pad_id):
-    return _smoothed(logits, target, epsilon, pad_id)
+def _smoothing_variant(**changes) -> Callable:
+    """A known mistake: `_smoothed` with one step changed."""
+    return lambda *args: _smoothed(*args, **changes)
+
+
+def _pad_is_zero(**changes) -> Callable:
+    """A mistake that takes token 0 for <pad>: seen only where pad_id != 0."""
+    return lambda *args: None if args[3] == 0 else _smoothed(*args, **changes)
+
+
+def _pytorch_smoothing(logits, target, epsilon, pad_id):
+    import torch.nn.functional as F
+
+    return F.cross_entropy(
+        logits.flatten(0, 1),
+        target.flatten(),
+        label_smoothing=epsilon,
+        ignore_index=pad_id,
+    )
+
+
+def _kl_divergence(*args):
+    """The KL divergence from q: the loss less q's own entropy."""
+    import torch
+
+    q = _smoothed(*args, log_probs=lambda x: x, reduce="q")
+    log_q = torch.where(q > 0, q, 1.0).log()  # 0 log 0 = 0
+    return _smoothed(*args) - _smoothed(*args, log_probs=log_q)
+
+
+def _smoothing_cases():
+    import torch
+
+    generator = torch.Generator().manual_seed(3)
+    cases = []
+    for B, T, V, epsilon, pad_id in [(2, 5, 7, 0.1, 0), (3, 4, 11, 0.2, 2)]:
+        logits = torch.randn(B, T, V, generator=generator)
+        target = torch.randint(0, V, (B, T), generator=generator)
+        target[target == pad_id] = (pad_id + 1) % V
+        target[0, -2:] = pad_id
+        target[-1, -1] = pad_id
+        if pad_id != 0:  # a token 0 that is not padding
+            target[1, 0] = 0
+        cases.append((logits, target, epsilon, pad_id))
+    return cases
+
+
+def _one_number(name: str, shown, got):
+    """A tensor answer detached, as a 0-d tensor; more than one number fails."""
+    if not _is_tensor(got):
+        return got
+    got = got.detach()
+    if got.numel() != 1:
+        problem = (
+            "returned a tensor of shape {shape}; expected one number, the "
+            "mean over the non-padding tokens."
+        )
+        fail(name, problem, shown, shape=shape_of(got))
+    return got.reshape(())
+
+
+_OVER_TOKENS = "average over the non-padding tokens (divide by their number): "
+_PAD_ROWS = "rows whose label is <pad> must be left out of the mean."
+_PAD_IS_PAD_ID = "<pad> is pad_id, not 0."
+
+ANNOTATED_SMOOTHING = Exercise(
+    name="annotated_smoothing",
+    success="computes the Annotated Transformer's smoothed loss.",
+    cases=_smoothing_cases,
+    reference=lambda *args: _smoothed(*args).float(),
+    names=("logits", "target", "epsilon", "pad_id"),
+    in_place=(
+        IN_PLACE_NEEDED,
+        "-=, masked_fill_(), scatter_() and x[...] = write into the caller's "
+        "tensor; work on a new one (x - m, x.masked_fill(...), x.clone()).",
+    ),
+    convert=_one_number,
+    atol=1e-5,
+    mistakes=[
+        Mistake(
+            _pytorch_smoothing,
+            "that is PyTorch's smoothing (epsilon / V on every token, the "
+            "label and <pad> included); here <pad> gets 0 and the other V - 2 "
+            "tokens epsilon / (V - 2).",
+        ),
+        Mistake(
+            _smoothing_variant(spread=lambda V: V - 1),
+            "spread epsilon over V - 2 tokens: neither the label nor <pad>.",
+        ),
+        Mistake(
+            _smoothing_variant(spread=lambda V: V),
+            "spread epsilon over V - 2 tokens (epsilon / (V - 2) each), not "
+            "over V: neither the label nor <pad> shares it.",
+        ),
+        Mistake(
+            _smoothing_variant(zero_column=False),
+            "<pad> gets 0 in every row: q[..., pad_id] = 0 after filling q "
+            "with epsilon / (V - 2).",
+        ),
+        Mistake(
+            _smoothing_variant(add_label=True),
+            "the label gets exactly 1 - epsilon: set it (scatter_), do not add "
+            "1 - epsilon to its epsilon / (V - 2).",
+        ),
+        Mistake(
+            _smoothing_variant(label=lambda epsilon: 1.0),
+            "the label gets 1 - epsilon, not 1: the target q sums to 1.",
+        ),
+        Mistake(_smoothing_variant(mask_id=-1), _PAD_ROWS),
+        Mistake(_smoothing_variant(mask_id=-1, zero_column=False), _PAD_ROWS),
+        Mistake(
+            lambda *args: _smoothed(*args) * (args[1] != args[3]).sum(),
+            "return the mean over the non-padding tokens, not the sum.",
+        ),
+        Mistake(
+            _smoothing_variant(reduce="all"),
+            _OVER_TOKENS + "rows of padding count 0 in the sum, but not in "
+            "the mean's denominator B * T.",
+        ),
+        Mistake(
+            _smoothing_variant(reduce="sentences"),
+            _OVER_TOKENS + "a mean per sentence, then over sentences, weighs "
+            "the tokens of short sentences more.",
+        ),
+        Mistake(
+            _smoothing_variant(reduce="batch"),
+            _OVER_TOKENS + "not by the number of sentences.",
+        ),
+        Mistake(
+            _smoothing_variant(log_probs=lambda x: x),
+            "logits are not log-probabilities: take logits.log_softmax(dim=-1) "
+            "first.",
+        ),
+        Mistake(
+            _smoothing_variant(log_probs=lambda x: x.log_softmax(1)),
+            "normalise over the vocabulary, the last dimension: "
+            "log_softmax(dim=-1).",
+        ),
+        Mistake(
+            _smoothing_variant(log_probs=lambda x: x.softmax(-1)),
+            "use log-probabilities, not probabilities: log_softmax(dim=-1).",
+        ),
+        Mistake(
+            _kl_divergence,
+            "that is the KL divergence from q, which is smaller by q's own "
+            "entropy; the exercise asks for the cross-entropy -sum_k q_k log "
+            "p_k.",
+        ),
+        Mistake(_pad_is_zero(mask_id=0), _PAD_IS_PAD_ID),
+        Mistake(_pad_is_zero(column_id=0), _PAD_IS_PAD_ID),
+        Mistake(_pad_is_zero(mask_id=0, column_id=0), _PAD_IS_PAD_ID),
+    ],
+)
 
 
 def check_annotated_smoothing(annotated_smoothing: Callable) -> None:
     """Check `annotated_smoothing(logits, target, epsilon, pad_id) -> loss`."""
-    import torch
-    import torch.nn.functional as F
-
-    name = "annotated_smoothing"
-
-    def run_cases() -> None:
-        generator = _torch_generator(3)
-        for B, T, V, epsilon, pad_id in [(2, 5, 7, 0.1, 0), (3, 4, 11, 0.2, 2)]:
-            logits = torch.randn(B, T, V, generator=generator)
-            target = torch.randint(0, V, (B, T), generator=generator)
-            target[target == pad_id] = (pad_id + 1) % V
-            target[0, -2:] = pad_id
-            target[-1, -1] = pad_id
-            if pad_id != 0:  # a token 0 that is not padding
-                target[1, 0] = 0
-            inputs = [logits, target, epsilon, pad_id]
-            given = _copies(logits, target)
-            got = _call(annotated_smoothing, name, *given, epsilon, pad_id)
-            _expect_unchanged(
-                name,
-                inputs,
-                given,
-                {"logits": logits, "target": target},
-                _IN_PLACE_NEEDED,
-                "-=, masked_fill_(), scatter_() and x[...] = write into the "
-                "caller's tensor; work on a new one (x - m, "
-                "x.masked_fill(...), x.clone()).",
-            )
-            if isinstance(got, torch.Tensor):
-                got = got.detach()
-                if got.numel() != 1:
-                    _fail(
-                        name,
-                        f"returned a tensor of shape {tuple(got.shape)}; "
-                        "expected one number, the mean over the non-padding "
-                        "tokens.",
-                        inputs,
-                    )
-                got = got.reshape(())
-            expected = _annotated_reference(logits, target, epsilon, pad_id)
-            flat = logits.flatten(0, 1)
-            args = (logits, target, epsilon, pad_id)
-            double = logits.double()
-            q = _smoothed(*args, log_probs=double, reduce="q")
-            log_q = torch.where(q > 0, q, 1.0).log()  # 0 log 0 = 0
-            over_tokens = (
-                "average over the non-padding tokens (divide by their number): "
-            )
-            mistakes = [
-                (
-                    F.cross_entropy(
-                        flat,
-                        target.flatten(),
-                        label_smoothing=epsilon,
-                        ignore_index=pad_id,
-                    ),
-                    "that is PyTorch's smoothing (epsilon / V on every token, the "
-                    "label and <pad> included); here <pad> gets 0 and the other "
-                    "V - 2 tokens epsilon / (V - 2).",
-                ),
-                (
-                    _smoothed(*args, spread=lambda V: V - 1),
-                    "spread epsilon over V - 2 tokens: neither the label nor <pad>.",
-                ),
-                (
-                    _smoothed(*args, spread=lambda V: V),
-                    "spread epsilon over V - 2 tokens (epsilon / (V - 2) each), "
-                    "not over V: neither the label nor <pad> shares it.",
-                ),
-                (
-                    _smoothed(*args, zero_column=False),
-                    "<pad> gets 0 in every row: q[..., pad_id] = 0 after "
-                    "filling q with epsilon / (V - 2).",
-                ),
-                (
-                    _smoothed(*args, add_label=True),
-                    "the label gets exactly 1 - epsilon: set it (scatter_), "
-                    "do not add 1 - epsilon to its epsilon / (V - 2).",
-                ),
-                (
-                    _smoothed(*args, label=lambda epsilon: 1.0),
-                    "the label gets 1 - epsilon, not 1: the target q sums to 1.",
-                ),
-                (
-                    _smoothed(*args, mask_id=-1),
-                    "rows whose label is <pad> must be left out of the mean.",
-                ),
-                (
-                    _smoothed(*args, mask_id=-1, zero_column=False),
-                    "rows whose label is <pad> must be left out of the mean.",
-                ),
-                (
-                    _smoothed(*args) * (target != pad_id).sum(),
-                    "return the mean over the non-padding tokens, not the sum.",
-                ),
-                (
-                    _smoothed(*args, reduce="all"),
-                    over_tokens + "rows of padding count 0 in the sum, but "
-                    "not in the mean's denominator B * T.",
-                ),
-                (
-                    _smoothed(*args, reduce="sentences"),
-                    over_tokens + "a mean per sentence, then over sentences, "
-                    "weighs the tokens of short sentences more.",
-                ),
-                (
-                    _smoothed(*args, reduce="batch"),
-                    over_tokens + "not by the number of sentences.",
-                ),
-                (
-                    _smoothed(*args, log_probs=double),
-                    "logits are not log-probabilities: take "
-                    "logits.log_softmax(dim=-1) first.",
-                ),
-                (
-                    _smoothed(*args, log_probs=double.log_softmax(1)),
-                    "normalise over the vocabulary, the last dimension: "
-                    "log_softmax(dim=-1).",
-                ),
-                (
-                    _smoothed(*args, log_probs=double.softmax(-1)),
-                    "use log-probabilities, not probabilities: "
-                    "log_softmax(dim=-1).",
-                ),
-                (
-                    _smoothed(*args) - _smoothed(*args, log_probs=log_q),
-                    "that is the KL divergence from q, which is smaller by "
-                    "q's own entropy; the exercise asks for the "
-                    "cross-entropy -sum_k q_k log p_k.",
-                ),
-            ]
-            if pad_id != 0:
-                zero = "<pad> is pad_id, not 0."
-                mistakes += [
-                    (_smoothed(*args, mask_id=0), zero),
-                    (_smoothed(*args, column_id=0), zero),
-                    (_smoothed(*args, mask_id=0, column_id=0), zero),
-                ]
-            _expect_close(
-                name, inputs, got, expected.float(), mistakes, atol=1e-5
-            )
-
-    _verdict(
-        name, "computes the Annotated Transformer's smoothed loss.", run_cases
-    )
+    ANNOTATED_SMOOTHING(annotated_smoothing)
 
 
 _PLAIN = (bool, int, float, str, bytes, type(None))
@@ -688,18 +677,18 @@ def _pickled(value):
 def _unsafe_hint(value) -> str:
     if isinstance(value, np.ndarray):
         return (
-            "a NumPy array cannot be read with weights_only=True; store it "
-            "as a tensor (torch.from_numpy) or a list."
+            "a NumPy array cannot be read with weights_only=True; store it as "
+            "a tensor (torch.from_numpy) or a list."
         )
     if isinstance(value, np.generic):
         return (
-            "a NumPy number (np.int64, np.float64) is not plain data: "
-            "int(x), float(x) or x.item()."
+            "a NumPy number (np.int64, np.float64) is not plain data: int(x), "
+            "float(x) or x.item()."
         )
     return (
-        "keep only tensors, numbers, strings, lists, tuples and dicts: "
-        "store what getstate(), np.random.get_state() and "
-        "torch.get_rng_state() return, not a generator object."
+        "keep only tensors, numbers, strings, lists, tuples and dicts: store "
+        "what getstate(), np.random.get_state() and torch.get_rng_state() "
+        "return, not a generator object."
     )
 
 
@@ -725,140 +714,168 @@ def _same_state(a, b) -> bool:
     return a == b
 
 
-_GENERATORS = ["Python's random", "NumPy's", "PyTorch's"]
-_GAUSS_HINTS = [
-    "random.getstate() is (version, internal state, gauss_next): keep all "
-    "three; the last is the Gaussian that random.gauss() holds back.",
-    "np.random.get_state() has five items: name, keys, position, has_gauss "
-    "and cached_gaussian; keep all five (the last two are the Gaussian that "
-    "randn() holds back).",
-    None,
+# the three generators: how a message names each, and the hint for one whose
+# held-back Gaussian is lost (PyTorch's is in its state)
+_GENERATORS = [
+    (
+        "Python's random",
+        "random.getstate() is (version, internal state, gauss_next): keep "
+        "all three; the last is the Gaussian that random.gauss() holds back.",
+    ),
+    (
+        "NumPy's",
+        "np.random.get_state() has five items: name, keys, position, "
+        "has_gauss and cached_gaussian; keep all five (the last two are the "
+        "Gaussian that randn() holds back).",
+    ),
+    ("PyTorch's", None),
 ]
+
+
+def _draws():
+    """Per generator: (uniform draws, a Gaussian draw). One Gaussian leaves
+    the second of its pair cached, in random and in NumPy."""
+    import torch
+
+    return (
+        ([random.random() for _ in range(2)], random.gauss(0.0, 1.0)),
+        (
+            np.random.rand(2).tolist(),  # noqa: NPY002 (the global one, on purpose)
+            float(np.random.standard_normal()),  # noqa: NPY002
+        ),
+        (torch.rand(2).tolist(), torch.randn(1).item()),
+    )
+
+
+def _seed_all(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002
+    torch.manual_seed(seed)
+
+
+def _captured(name: str, shown, capture: Callable):
+    """The learner's state, checked to leave the generators as they were."""
+    before = _generator_states()
+    state = _call(capture, name)
+    after = _generator_states()
+    for (what, _), b, a in zip(_GENERATORS, before, after, strict=True):
+        if not _same_state(b, a):
+            problem = (
+                "changed the state of {what} generator: capture must only "
+                "read the generators, so that saving a checkpoint leaves the "
+                "run as it was."
+            )
+            hint = (
+                "no seeding and no draws in capture: random.getstate(), "
+                "np.random.get_state() and torch.get_rng_state() only read."
+            )
+            fail(name, problem, shown, hint, what=what)
+    _expect_returned(name, shown, state)
+    return state
+
+
+def _saved_and_loaded(name: str, shown, state):
+    """`state` through torch.save and torch.load(weights_only=True)."""
+    import torch
+
+    buffer = io.BytesIO()
+    try:
+        torch.save(state, buffer)
+    except Exception as error:  # noqa: BLE001 (its message is the point)
+        problem = "returned a state that torch.save cannot write."
+        details = [str(error).splitlines()[0][:150]] if str(error) else []
+        fail(name, problem, shown, _unsafe_hint(None), details)
+    buffer.seek(0)
+    try:
+        loaded = torch.load(buffer, weights_only=True)
+    except Exception as error:  # noqa: BLE001 (the unpickler's message is the point)
+        _refused_by_load(name, shown, state, str(error))
+    if _pickled(loaded) is not None:
+        problem = (
+            "stored pickled bytes (pickle.dumps) in the state: restore would "
+            "unpickle them, which can run any code, exactly what "
+            "weights_only=True guards against."
+        )
+        hint = (
+            "store the states themselves as plain data: lists, numbers, "
+            "strings and tensors."
+        )
+        fail(name, problem, shown, hint)
+    return loaded
+
+
+def _refused_by_load(name: str, shown, state, error: str) -> None:
+    """Fail naming the first item of `state` that weights_only refuses."""
+    found = _first_unsafe(state)
+    unsupported = re.search(r"Unsupported global: GLOBAL (\S+)", error)
+    details = []
+    if unsupported:
+        details.append(
+            message(
+                "torch.load: unsupported global {name}", name=unsupported[1]
+            )
+        )
+    refuses = "returned a state that torch.load(weights_only=True) refuses"
+    if found is None:
+        hint = _unsafe_hint(np.zeros(0)) if "numpy" in error else None
+        fail(name, refuses + ".", shown, hint, details)
+    path, value = found
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    problem = refuses + ": {path} is a {kind}."
+    fail(
+        name, problem, shown, _unsafe_hint(value), details, path=path, kind=kind
+    )
+
+
+def _expect_restored(name: str, shown, got, expected) -> None:
+    """Fail naming the first generator whose draws differ after restore."""
+    for (what, gauss_hint), g, e in zip(
+        _GENERATORS, got, expected, strict=True
+    ):
+        if g == e:
+            continue
+        if g[0] == e[0] and gauss_hint:
+            problem = (
+                "and restore do not bring back the Gaussian that {what} "
+                "generator holds back: after restore, uniform draws agree but "
+                "a Gaussian draw differs."
+            )
+            hint = gauss_hint
+        else:
+            problem = (
+                "and restore do not bring back {what} generator: after "
+                "restore it draws other numbers."
+            )
+            hint = (
+                "capture and restore all three: random.getstate(), "
+                "np.random.get_state() and torch.get_rng_state()."
+            )
+        fail(name, problem, shown, hint, what=what)
 
 
 def check_rng_checkpoint(capture, restore: Callable | None = None) -> None:
     """Check `capture() -> state` and `restore(state)` through a weights_only
     torch.save / torch.load round trip (or one `(capture, restore)` pair)."""
-    import torch
-
     if restore is None and isinstance(capture, tuple):
         capture, restore = capture
-
     name = "rng_checkpoint"
-    inputs = [
-        _Label(
+    shown = [
+        label(
             "generators seeded with 5, then uniform and Gaussian draws from "
             "each"
         )
     ]
 
-    def draws():
-        """Per generator: (uniform draws, a Gaussian draw). One Gaussian
-        leaves the second of its pair cached, in random and in NumPy."""
-        return (
-            ([random.random() for _ in range(2)], random.gauss(0.0, 1.0)),
-            (
-                np.random.rand(2).tolist(),  # noqa: NPY002 (the global generator, on purpose)
-                float(np.random.standard_normal()),  # noqa: NPY002
-            ),
-            (torch.rand(2).tolist(), torch.randn(1).item()),
-        )
-
     def run_cases() -> None:
-        random.seed(5)
-        np.random.seed(5)  # noqa: NPY002
-        torch.manual_seed(5)
-        draws()
-        before = _generator_states()
-        state = _call(capture, name)
-        after = _generator_states()
-        for what, b, a in zip(_GENERATORS, before, after, strict=True):
-            if not _same_state(b, a):
-                _fail(
-                    name,
-                    f"changed the state of {what} generator: capture must "
-                    "only read the generators, so that saving a checkpoint "
-                    "leaves the run as it was.",
-                    inputs,
-                    "no seeding and no draws in capture: random.getstate(), "
-                    "np.random.get_state() and torch.get_rng_state() only "
-                    "read.",
-                )
-        _expect_returned(name, inputs, state)
-        buffer = io.BytesIO()
-        try:
-            torch.save(state, buffer)
-        except Exception as error:  # noqa: BLE001 (its message is the point)
-            _fail(
-                name,
-                "returned a state that torch.save cannot write.",
-                inputs,
-                _unsafe_hint(None),
-                [str(error).splitlines()[0][:150]] if str(error) else [],
-            )
-        buffer.seek(0)
-        try:
-            loaded = torch.load(buffer, weights_only=True)
-        except Exception as error:  # noqa: BLE001 (the unpickler's message is the point)
-            found = _first_unsafe(state)
-            text = str(error)
-            unsupported = re.search(r"Unsupported global: GLOBAL (\S+)", text)
-            details = (
-                [f"torch.load: unsupported global {unsupported.group(1)}"]
-                if unsupported
-                else []
-            )
-            if found is not None:
-                path, value = found
-                kind = type(value)
-                problem = (
-                    "returned a state that torch.load(weights_only=True) "
-                    f"refuses: {path} is a {kind.__module__}.{kind.__qualname__}."
-                )
-                hint = _unsafe_hint(value)
-            else:
-                problem = (
-                    "returned a state that torch.load(weights_only=True) "
-                    "refuses."
-                )
-                hint = _unsafe_hint(np.zeros(0)) if "numpy" in text else None
-            _fail(name, problem, inputs, hint, details)
-        if _pickled(loaded) is not None:
-            _fail(
-                name,
-                "stored pickled bytes (pickle.dumps) in the state: restore "
-                "would unpickle them, which can run any code, exactly what "
-                "weights_only=True guards against.",
-                inputs,
-                "store the states themselves as plain data: lists, numbers, "
-                "strings and tensors.",
-            )
-        expected = draws()
-        random.seed(99)
-        np.random.seed(99)  # noqa: NPY002
-        torch.manual_seed(99)
-        _call(restore, "restore", loaded)
-        got = draws()
-        for what, g, e, gauss_hint in zip(
-            _GENERATORS, got, expected, _GAUSS_HINTS, strict=True
-        ):
-            if g != e:
-                hint = (
-                    gauss_hint
-                    if g[0] == e[0] and gauss_hint
-                    else "capture and restore all three: random.getstate(), "
-                    "np.random.get_state() and torch.get_rng_state()."
-                )
-                problem = (
-                    "and restore do not bring back the Gaussian that "
-                    f"{what} generator holds back: after restore, "
-                    "uniform draws agree but a Gaussian draw differs."
-                    if g[0] == e[0] and gauss_hint
-                    else f"and restore do not bring back {what} generator: "
-                    "after restore it draws other numbers."
-                )
-                _fail(name, problem, inputs, hint)
+        _seed_all(5)
+        _draws()
+        state = _saved_and_loaded(name, shown, _captured(name, shown, capture))
+        expected = _draws()
+        _seed_all(99)
+        _call(restore, "restore", state)
+        _expect_restored(name, shown, _draws(), expected)
 
-    _verdict(
-        name, "brings back every generator, through weights_only.", run_cases
-    )
+    success = "brings back every generator, through weights_only."
+    _verdict(name, message(success), run_cases)

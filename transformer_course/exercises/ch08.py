@@ -9,7 +9,7 @@ from collections.abc import Callable
 from transformer_course.exercises._core import (
     MAX_LINES,
     ExerciseError,
-    _IN_PLACE_NEEDED,
+    IN_PLACE_NEEDED,
     _call,
     _copies,
     _describe,
@@ -447,7 +447,7 @@ def check_beam_step(beam_step: Callable) -> None:
                 inputs,
                 given,
                 {"scores": scores, "log_probs": log_probs},
-                _IN_PLACE_NEEDED,
+                IN_PLACE_NEEDED,
                 "+=, add_() and x[...] = write into the caller's tensor; "
                 "compute a new one: scores[:, None] + log_probs.",
             )
