@@ -11,11 +11,38 @@ and the link's label:
 Each page gets the link at the top of its text, and a <link rel="alternate"
 hreflang=...> in its head. Pages that are not documents of the book (the search
 page, the index) get neither.
+
+One language tag per edition: the hreflang of a link to a book is the tag that
+book's own pages carry in <html lang>, which Sphinx writes from its `language`
+("zh_CN" -> "zh-CN"; the English book leaves it at "en"). A book whose
+`language` gives another tag than LANGUAGES says is refused at the start of its
+build, so the two cannot drift apart.
 """
 
 import html
 
-LANGUAGES = {"中文": "zh-Hans", "English": "en"}
+from sphinx.errors import ExtensionError
+
+LANGUAGES = {"中文": "zh-CN", "English": "en"}
+
+
+def _check_language(app, config):
+    switch = config.language_switch
+    if not switch:
+        return
+    if switch.get("label") not in LANGUAGES:
+        raise ExtensionError(
+            f"language_switch: unknown label {switch.get('label')!r}; "
+            f"expected one of {sorted(LANGUAGES)}"
+        )
+    own = (config.language or "en").replace("_", "-")
+    expected = [t for label, t in LANGUAGES.items() if label != switch["label"]]
+    if own not in expected:
+        raise ExtensionError(
+            f"language_switch: this book's pages say <html lang={own!r}>, but "
+            f"the other book's links to it say hreflang {expected[0]!r}: make "
+            "its `language` and LANGUAGES in _ext/language_switch.py agree"
+        )
 
 
 def _add_link(app, pagename, templatename, context, doctree):
@@ -37,5 +64,6 @@ def _add_link(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.add_config_value("language_switch", {}, "html")
+    app.connect("config-inited", _check_language)
     app.connect("html-page-context", _add_link)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

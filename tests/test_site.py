@@ -332,9 +332,21 @@ def test_every_chapter_page_is_built():
     assert not missing, f"chapters without a page: {missing}; {HOW_TO_BUILD}"
 
 
+HTML_LANG = re.compile(r'<html lang="([^"]*)"')
+ALTERNATE = re.compile(r'<link rel="alternate" hreflang="([^"]*)"')
+
+
+def tag_of(page: str, pattern: re.Pattern) -> str | None:
+    """The language tag `pattern` finds in a built page (None: none)."""
+    found = pattern.search((HTML / page).read_text(encoding="utf-8"))
+    return found.group(1) if found else None
+
+
 def test_every_page_links_to_its_counterpart_in_the_other_language():
     """_ext/language_switch.py: each page of either book links to the same page
-    of the other (English at the root, Chinese under zh/), and back."""
+    of the other (English at the root, Chinese under zh/), and back, and each
+    edition has one language tag (zh-CN, from zh/_config.yml's zh_CN, or en):
+    in every page's <html lang> and in every hreflang that points to it."""
     if not (HTML / "zh" / "index.html").exists():
         not_ready(f"{HTML / 'zh'} is missing: {HOW_TO_BUILD}")
     link = re.compile(
@@ -342,6 +354,12 @@ def test_every_page_links_to_its_counterpart_in_the_other_language():
     )
     problems = []
     for page in built_pages():
+        own_lang = "zh-CN" if page.startswith("zh/") else "en"
+        redirect = 'http-equiv="Refresh"' in (HTML / page).read_text(
+            encoding="utf-8"
+        )
+        if not redirect and tag_of(page, HTML_LANG) != own_lang:
+            problems.append(f"{page}: <html lang> {tag_of(page, HTML_LANG)}")
         if page.rsplit("/", 1)[-1] in (
             "genindex.html",
             "search.html",
@@ -359,6 +377,68 @@ def test_every_page_links_to_its_counterpart_in_the_other_language():
         )
         if target != (HTML / other).resolve() or not target.exists():
             problems.append(f"{page}: links to {href}, not to {other}")
-        if lang != ("en" if page.startswith("zh/") else "zh-Hans"):
-            problems.append(f"{page}: hreflang {lang}")
+            continue
+        # the link's hreflang, the head's alternate link and the <html lang>
+        # of the page linked to say the same
+        other_lang = "en" if page.startswith("zh/") else "zh-CN"
+        found_tags = {
+            "hreflang": lang,
+            "alternate hreflang": tag_of(page, ALTERNATE),
+            f"<html lang> of {other}": tag_of(other, HTML_LANG),
+        }
+        wrong = {k: v for k, v in found_tags.items() if v != other_lang}
+        if wrong:
+            problems.append(f"{page}: {wrong}")
     assert not problems, problems
+
+
+# (edition, query, a page that must be among the results): the Chinese site's
+# search splits Chinese into words (jieba, _ext/chinese_search.py), and the
+# English site's still finds English words
+SEARCHES = [
+    ("zh/", "位置编码", "book/02_positional_encoding.html"),
+    ("zh/", "层规范化", "book/glossary.html"),  # zh.d2l.ai's term
+    ("", "softmax", "book/03_attention_numpy.html"),
+]
+
+
+@pytest.mark.parametrize(
+    "edition, query, expected", SEARCHES, ids=[s[1] for s in SEARCHES]
+)
+def test_search_finds_words_of_either_language(
+    edition, query, expected, site_url, browser
+):
+    if not (HTML / edition / "searchindex.js").exists():
+        not_ready(f"{HTML / edition} is missing: {HOW_TO_BUILD}")
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if urlparse(route.request.url).hostname == "127.0.0.1"
+            else route.abort()
+        ),
+    )
+    tab = context.new_page()
+    tab.goto(f"{site_url}/{edition}book/intro.html", wait_until="load")
+    # the search field of the page's header, as a reader would use it
+    tab.locator("button.search-button-field:visible").first.click()
+    field = tab.locator("#pst-search-dialog input[name=q]")
+    field.fill(query)
+    field.press("Enter")
+    tab.wait_for_url("**/search.html?q=*")
+    summary = tab.locator("#search-results p.search-summary")
+    summary.wait_for()
+    tab.wait_for_function(
+        "document.querySelector('#search-results p.search-summary')"
+        ".innerText.length > 0",
+        timeout=30_000,
+    )
+    found = tab.eval_on_selector_all(
+        "#search-results ul.search li > a",
+        "links => links.map((a) => a.getAttribute('href'))",
+    )
+    text = summary.inner_text()
+    context.close()
+    pages = sorted({href.split("#")[0] for href in found})
+    assert expected in pages, f"{edition}search.html?q={query}: {text} {pages}"

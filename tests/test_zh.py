@@ -290,11 +290,81 @@ def glossary_terms(text):
     return terms
 
 
+def glossary_entries(text):
+    """{first term: all its term lines} of a glossary page."""
+    entries, inside, current = {}, False, None
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            inside, current = line.startswith("```{glossary}"), None
+        elif not inside or line.startswith(":") or not line:
+            current = None
+        elif line.startswith(" "):
+            current = "definition"
+        elif current is None or current == "definition":
+            current = line
+            entries[line] = [line]
+        else:
+            entries[current].append(line)
+    return entries
+
+
 def test_the_chinese_glossary_defines_every_english_term():
     english = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
     chinese = (ROOT / "zh" / "book" / "glossary.md").read_text(encoding="utf-8")
-    assert len(glossary_terms(english)) > 50
-    assert glossary_terms(chinese) == glossary_terms(english)
+    english_terms = glossary_terms(english)
+    assert len(english_terms) > 50
+    # in the same order, each entry's English term lines first (the targets
+    # of every {term} link), then its Chinese ones
+    assert [t for t in glossary_terms(chinese) if t in english_terms] == (
+        english_terms
+    )
+    entries = glossary_entries(chinese)
+    assert list(entries) == list(glossary_entries(english))
+    for first, lines in glossary_entries(english).items():
+        assert entries[first][: len(lines)] == lines
+
+
+def test_each_glossary_entry_is_found_by_its_chinese_terms():
+    chinese = (ROOT / "zh" / "book" / "glossary.md").read_text(encoding="utf-8")
+    entries = glossary_entries(chinese)
+    english = glossary_entries(
+        (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    )
+    assert entries["positional encoding"][1:] == ["位置编码"]
+    assert entries["BLEU"][1:] == ["双语评估替补"]  # not "BLEU" again
+    assert entries["query"][4:] == ["查询", "键", "值"]
+    assert entries["FlashAttention"] == ["FlashAttention"]  # no Chinese name
+    # where zh.d2l.ai says it otherwise, its term is a term line and named
+    for first, ours, theirs in [
+        ("layer normalization", "层归一化", "层规范化"),
+        ("teacher forcing", "教师强制", "强制教学"),
+        ("greedy decoding", "贪心解码", "贪心搜索"),
+    ]:
+        assert entries[first][-2:] == [ours, theirs]
+        assert f"**{ours}**（zh.d2l.ai 作“{theirs}”）。" in chinese
+    # every entry with a Chinese name has it as a term line, and no two
+    # entries share a term
+    without = [
+        first
+        for first, lines in entries.items()
+        if len(lines) == len(english[first])
+    ]
+    assert without == ["FlashAttention", "word2vec"]
+    every = [t.lower() for lines in entries.values() for t in lines]
+    assert len(every) == len(set(every))
+
+
+def test_a_chinese_term_of_two_entries_is_refused(tmp_path):
+    root = copy_of_repository(tmp_path)
+    found = zh.glossary_translations(root)
+    found["attention"]["d2l"] = ["位置编码"]
+    zh.write_glossary_translations(found, root)
+    with pytest.raises(zh.TranslationError, match="already a term of"):
+        zh.zh_glossary(root)
+    found["attention"]["d2l"] = "注意力机制"  # not a list
+    zh.write_glossary_translations(found, root)
+    with pytest.raises(zh.TranslationError, match="d2l must be a list"):
+        zh.zh_glossary(root)
 
 
 def write_glossary_entry(root, term, text):
@@ -314,9 +384,10 @@ def test_an_edited_english_definition_makes_its_translation_out_of_date(
     assert zh.mark_glossary([], root) == ["T_q"]
     zh.sync(root)
     chinese = (root / "zh" / "book" / "glossary.md").read_text(encoding="utf-8")
-    # recorded, joined into one line, and in the page under its term line
+    # recorded, joined into one line, and in the page under its term lines
     assert (
-        "T_q\n  **查询长度**。查询的位置数：注意力权重矩阵的行数。\n" in chinese
+        "T_q\n查询长度\n  **查询长度**。查询的位置数：注意力权重矩阵的行数。\n"
+        in chinese
     )
     assert zh.glossary_report(root)[0] == []
     text = english.read_text(encoding="utf-8")
@@ -389,3 +460,66 @@ def test_the_chinese_site_names_cjk_fonts_and_links_back():
     english = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert english["sphinx"]["config"]["language_switch"]["root"] == "zh/"
     assert "zh" in english["exclude_patterns"]
+
+
+def load_extension(name):
+    """A module of _ext/ (the site's Sphinx extensions)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        name, ROOT / "_ext" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_edition_has_one_language_tag():
+    """The hreflang of a link to a book is the <html lang> that Sphinx writes
+    from the book's `language`: a book whose tag disagrees is refused."""
+    from types import SimpleNamespace
+
+    from sphinx.errors import ExtensionError
+
+    switch = load_extension("language_switch")
+    chinese = yaml.safe_load(
+        (ROOT / "zh" / "_config.yml").read_text(encoding="utf-8")
+    )["sphinx"]["config"]
+    english = yaml.safe_load(
+        (ROOT / "_config.yml").read_text(encoding="utf-8")
+    )["sphinx"]["config"]
+    for config in (chinese, english):
+        switch._check_language(
+            None,
+            SimpleNamespace(
+                language=config.get("language"),
+                language_switch=config["language_switch"],
+            ),
+        )
+    assert switch.LANGUAGES["中文"] == chinese["language"].replace("_", "-")
+    with pytest.raises(ExtensionError, match="zh-TW"):
+        switch._check_language(
+            None,
+            SimpleNamespace(
+                language="zh_TW", language_switch=chinese["language_switch"]
+            ),
+        )
+
+
+def test_the_chinese_build_needs_jieba(monkeypatch):
+    """Without jieba, Sphinx's Chinese search index holds no Chinese words:
+    the Chinese build stops with a message saying so (the English one does not
+    need it)."""
+    from types import SimpleNamespace
+
+    from sphinx.errors import ExtensionError
+
+    search = load_extension("chinese_search")
+    config = yaml.safe_load((ROOT / "zh" / "_config.yml").read_text("utf-8"))
+    assert config["sphinx"]["local_extensions"]["chinese_search"] == "../_ext"
+    chinese = SimpleNamespace(language=config["sphinx"]["config"]["language"])
+    search._require_jieba(None, chinese)  # installed (requirements.txt)
+    monkeypatch.setitem(sys.modules, "jieba", None)  # as if it were not
+    with pytest.raises(ExtensionError, match="jieba is not installed"):
+        search._require_jieba(None, chinese)
+    search._require_jieba(None, SimpleNamespace(language="en"))

@@ -28,7 +28,10 @@ definition translated where zh/glossary.yml has a translation, and recorded
 like a cell's (the hash of the English text). To translate an entry, add its
 Chinese text under its first term in zh/glossary.yml, then run
 `mark zh/glossary.yml` (or `mark zh/glossary.yml TERM ...` after the English
-changed), then `sync`.
+changed), then `sync`. Each entry's term lines are followed by its Chinese
+terms (the bold ones, split at （）and 、), so that the Chinese glossary and
+search find an entry by its Chinese name; an entry's `d2l` list names the terms
+zh.d2l.ai uses instead ("zh.d2l.ai 作“层规范化”"), as term lines too.
 zh/_toc.yml and zh/book/intro.md are written by hand.
 
 The site: `jupyter-book build zh` builds the Chinese book into zh/_build/html,
@@ -208,6 +211,9 @@ def zh_config(root: Path = ROOT) -> str:
     sphinx["local_extensions"] = {
         name: "../_ext" for name in sphinx["local_extensions"]
     }
+    # the search index splits Chinese into words (jieba), the glossary's
+    # Chinese terms among them
+    sphinx["local_extensions"]["chinese_search"] = "../_ext"
     sphinx["config"]["language"] = "zh_CN"
     # the English book's style sheet, then the Chinese fonts
     sphinx["config"]["html_static_path"] = ["../_static", "_static"]
@@ -284,6 +290,55 @@ def english_glossary(root: Path = ROOT) -> tuple[dict, list]:
     return texts, body
 
 
+CJK_CHARACTER = re.compile("[\u4e00-\u9fff]")
+
+
+def chinese_terms(terms: list[str], definition: str) -> list[str]:
+    """An entry's Chinese terms: its English definition's bold term, split at
+    full-width parentheses and 、, the parts with Chinese characters that are
+    not already term lines ("BLEU（双语评估替补）" -> ["双语评估替补"])."""
+    bold = re.match(r"\*\*(.+?)\*\*", definition)
+    if bold is None:
+        raise TranslationError(
+            f"book/glossary.md, entry {terms[0]!r}: its definition does not "
+            "start with the bold Chinese term"
+        )
+    parts = [p.strip() for p in re.split("[（）、]", bold.group(1))]
+    english = {t.lower() for t in terms}
+    return [
+        p for p in parts if CJK_CHARACTER.search(p) and p.lower() not in english
+    ]
+
+
+def d2l_terms(term: str, entry: dict) -> list[str]:
+    """The terms zh.d2l.ai uses instead of ours (an entry's `d2l` list)."""
+    names = entry.get("d2l", [])
+    if not (
+        isinstance(names, list)
+        and all(isinstance(n, str) and CJK_CHARACTER.search(n) for n in names)
+    ):
+        raise TranslationError(
+            f"zh/glossary.yml, entry {term!r}: d2l must be a list of Chinese "
+            f"terms, got {names!r}"
+        )
+    return names
+
+
+def with_d2l(text: str, names: list[str]) -> str:
+    """A definition naming zh.d2l.ai's terms after its bold term:
+    "**层归一化**（zh.d2l.ai 作“层规范化”）。..."."""
+    if not names:
+        return text
+    note = "、".join(f"“{n}”" for n in names)
+    bold = re.match(r"\*\*(.+?)\*\*", text)
+    if bold is None:
+        raise TranslationError(
+            f"a definition that names zh.d2l.ai's terms must start with the "
+            f"bold Chinese term: {text[:40]!r}"
+        )
+    return f"{bold.group(0)}（zh.d2l.ai 作{note}）{text[bold.end() :]}"
+
+
 def glossary_status(untranslated: int, total: int) -> str:
     return (
         f"**本页的翻译尚未完成。** {total} 条释义中还有 {untranslated} 条是"
@@ -298,7 +353,11 @@ def zh_glossary(root: Path = ROOT) -> str:
     english, body = english_glossary(root)
     found = glossary_translations(root)
     out, untranslated, total = [], 0, 0
+    seen: dict[str, str] = {}  # every term line (lower case) -> its entry
     for part in body:
+        if not isinstance(part, str):
+            for term in part[0]:
+                seen[term.lower()] = part[0][0]
         if isinstance(part, str):
             if part.strip() and not part.startswith(("```", ":")):
                 if part not in GLOSSARY_LINES:
@@ -312,13 +371,24 @@ def zh_glossary(root: Path = ROOT) -> str:
         terms, definition = part
         total += 1
         entry = found.get(terms[0])
+        names = chinese_terms(terms, definition)
         if entry is None:
             untranslated += 1
         else:
-            definition = entry["text"].rstrip("\n")
-        out += terms + [
-            "  " + line if line else "" for line in definition.split("\n")
-        ]
+            d2l = d2l_terms(terms[0], entry)
+            names += [n for n in d2l if n not in names]
+            definition = with_d2l(entry["text"].rstrip("\n"), d2l)
+        for name in names:
+            if seen.setdefault(name.lower(), terms[0]) != terms[0]:
+                raise TranslationError(
+                    f"glossary: {name!r}, a Chinese term of {terms[0]!r}, is "
+                    f"already a term of {seen[name.lower()]!r}"
+                )
+        out += (
+            terms
+            + names
+            + ["  " + line if line else "" for line in definition.split("\n")]
+        )
     head = found.get(INTRODUCTION, {"text": english[INTRODUCTION]})["text"]
     if untranslated:
         head = (
