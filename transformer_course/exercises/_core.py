@@ -951,6 +951,8 @@ class Exercise:
     names: Sequence[str] | None = None
     convert: Callable | None = None
     what: str = ""
+    agree: Callable | None = None
+    explain: Callable | None = None
 
     def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
         originals = args[self.shared :]
@@ -962,44 +964,86 @@ class Exercise:
         problem, hint = self.in_place
         _expect_unchanged(self.name, shown, given, originals, problem, hint)
 
-    def check_case(self, fn: Callable, args: tuple) -> None:
-        """Call `fn` on one case and raise ExerciseError if it is wrong."""
-        name = self.name
+    def _answer(self, fn: Callable, args: tuple):
+        """Call `fn` on one case: (its answer, read; the inputs shown; the
+        expected answer). Inputs changed and refused answers fail here."""
         given = _copies(*args[self.shared :])
         with np.errstate(all="ignore") if self.quiet else _nothing():
-            got = _call(fn, name, *args[: self.shared], *given)
+            got = _call(fn, self.name, *args[: self.shared], *given)
         shown = list(self.shown(*args) if self.shown else args)
         self._unchanged(given, args, shown)
         with np.errstate(all="ignore"):
             expected = self.reference(*args)
         for refusal in self.refusals:
             if refusal.test(got):
-                fields = {
-                    "type": type(got).__name__,
-                    "kind": _a_kind(got),
-                    "shape": shape_of(expected),
-                }
-                fail(name, refusal.problem, shown, refusal.hint, **fields)
+                fields = {"type": type(got).__name__, "kind": _a_kind(got)}
+                fields["shape"] = shape_of(expected)
+                fail(self.name, refusal.problem, shown, refusal.hint, **fields)
         if self.array:
-            _expect_array(name, shown, got)
+            _expect_array(self.name, shown, got)
         if self.convert is not None:
-            got = self.convert(name, shown, got)
+            got = self.convert(self.name, shown, got)
+        return got, shown, expected
+
+    def _mistakes(self, args: tuple, got) -> list:
         with np.errstate(all="ignore"):
-            mistakes = [m.on(args, got) for m in self.mistakes]
+            return [mistake.on(args, got) for mistake in self.mistakes]
+
+    def _judge(self, args, got, shown, expected, mistakes) -> None:
+        """Compare one answer; `explain(*case)` adds a last line to a failure."""
         mistakes = [mistake for mistake in mistakes if mistake is not None]
-        if callable(self.compare):  # a checker of properties, not values
-            self.compare(name, shown, got, expected, *args)
-        elif self.compare == "equal":
-            what = message(self.what) if self.what else ""
-            _expect_equal(name, shown, got, expected, mistakes, what=what)
-        else:
-            _expect_close(name, shown, got, expected, mistakes, self.atol)
+        try:
+            if callable(self.compare):  # a checker of properties, not values
+                self.compare(self.name, shown, got, expected, *args)
+            elif self.compare == "equal":
+                what = message(self.what) if self.what else ""
+                _expect_equal(
+                    self.name, shown, got, expected, mistakes, what=what
+                )
+            else:
+                _expect_close(
+                    self.name, shown, got, expected, mistakes, self.atol
+                )
+        except ExerciseError as error:
+            if self.explain is None:
+                raise
+            lines = str(error).splitlines()[: MAX_LINES - 1]
+            lines.append(self.explain(*args))
+            raise ExerciseError("\n".join(lines)) from None
+
+    def check_case(self, fn: Callable, args: tuple) -> None:
+        """Call `fn` on one case and raise ExerciseError if it is wrong."""
+        got, shown, expected = self._answer(fn, args)
+        self._judge(args, got, shown, expected, self._mistakes(args, got))
+
+    def _check_together(self, fn: Callable, cases) -> None:
+        """Every case called first; then only the mistakes that `agree` with
+        the answers of all the cases give their hint, never one that agrees
+        with an answer by chance on one input."""
+        answers = [self._answer(fn, args) for args in cases]
+        wrongs = [
+            self._mistakes(args, got)
+            for args, (got, _, _) in zip(cases, answers, strict=True)
+        ]
+        known = [
+            all(
+                mistakes[i] is not None and self.agree(got, mistakes[i][0])
+                for (got, _, _), mistakes in zip(answers, wrongs, strict=True)
+            )
+            for i in range(len(self.mistakes))
+        ]
+        for args, answer, mistakes in zip(cases, answers, wrongs, strict=True):
+            mistakes = [m for m, k in zip(mistakes, known, strict=True) if k]
+            self._judge(args, *answer, mistakes)
 
     def __call__(self, fn: Callable) -> None:
         """Run every case and print the verdict."""
 
         def run_cases() -> None:
             cases = self.cases() if callable(self.cases) else self.cases
+            if self.agree is not None:
+                self._check_together(fn, list(cases))
+                return
             for args in cases:
                 self.check_case(fn, args)
 

@@ -7,18 +7,15 @@ from collections import Counter
 from collections.abc import Callable
 
 from transformer_course.exercises._core import (
-    MAX_LINES,
-    ExerciseError,
     IN_PLACE_NEEDED,
-    _call,
-    _copies,
+    Exercise,
+    Mistake,
     _describe,
     _expect_close,
     _expect_equal,
-    _expect_unchanged,
-    _fail,
     _same,
-    _verdict,
+    fail,
+    message,
 )
 
 __all__ = [
@@ -40,7 +37,7 @@ def _clipped(
     hypothesis,
     references,
     n,
-    clip,
+    clip=max,
     extra: int = 1,
     ref_extra: int | None = None,
 ) -> tuple[int, int]:
@@ -56,164 +53,139 @@ def _clipped(
 
 def _best_reference(hypothesis, references, n) -> tuple[int, int]:
     """Clipped against each reference alone, the best reference's matches."""
-    hyp = _counts(hypothesis, n)
-    best = max(
-        _clipped(hypothesis, [reference], n, max)[0] for reference in references
-    )
-    return best, sum(hyp.values())
+    best = max(_clipped(hypothesis, [r], n)[0] for r in references)
+    return best, sum(_counts(hypothesis, n).values())
 
 
-def _clipping_mistakes(hyp, refs, n) -> list[tuple[tuple[int, int], str]]:
-    hyp_counts = _counts(hyp, n)
+def _unclipped(hyp, refs, n) -> tuple[int, int]:
+    """The largest reference count, not at most the hypothesis's count."""
     ref_counts = [_counts(r, n) for r in refs]
-    matches, total = _clipped(hyp, refs, n, max)
-    return [
-        (
-            _clipped(hyp, refs, n, sum),
-            "clip at the largest count in any ONE reference, not at "
-            "the sum over the references.",
-        ),
-        (
-            _clipped(hyp, refs, n, min),
-            "clip at the largest count in any one reference (max), "
-            "not the smallest: an n-gram absent from one reference "
-            "can still match another.",
-        ),
-        (
-            _clipped(hyp, refs, n, lambda counts: counts[0]),
-            "every reference counts, not only the first.",
-        ),
-        (
-            _clipped(hyp, refs, n, lambda c: math.inf if any(c) else 0),
-            "the counts are not clipped: an n-gram matches at most as "
-            "often as it occurs in a reference.",
-        ),
-        (
-            _best_reference(hyp, refs, n),
-            "clip each n-gram on its own, at its largest count in any "
-            "reference; do not pick the one best reference for the whole "
-            "hypothesis.",
-        ),
-        (
-            (
-                sum(max(r[g] for r in ref_counts) for g in hyp_counts),
-                total,
-            ),
-            "min(count, largest reference count): an n-gram matches at "
-            "most as often as it occurs in the hypothesis too.",
-        ),
-        (
-            (
-                sum(1 for g in hyp_counts if any(r[g] for r in ref_counts)),
-                total,
-            ),
-            "count every occurrence of an n-gram (up to its clip), not "
-            "each distinct n-gram once.",
-        ),
-        (
-            (
-                sum(1 for g in hyp_counts if any(r[g] for r in ref_counts)),
-                len(hyp_counts),
-            ),
-            "count every occurrence of an n-gram (up to its clip), not "
-            "each distinct n-gram once.",
-        ),
-        (
-            _clipped(hyp, refs, n, max, extra=0),
-            "a sentence of L tokens has L - n + 1 n-grams: "
-            "range(len(tokens) - n + 1), not range(len(tokens) - n).",
-        ),
-        (
-            _clipped(hyp, refs, n, max, extra=0, ref_extra=1),
-            "a sentence of L tokens has L - n + 1 n-grams: "
-            "range(len(tokens) - n + 1), not range(len(tokens) - n).",
-        ),
-        (
-            (matches, len(hyp)),
-            "total is the number of the hypothesis's n-grams, "
-            "len(hypothesis) - n + 1, not its number of tokens.",
-        ),
-        (
-            (matches, sum(sum(_counts(r, n).values()) for r in refs)),
-            "total counts the hypothesis's n-grams (BLEU is a precision), "
-            "not the references'.",
-        ),
-        (
-            _clipped(hyp, refs, 1, max),
-            "count n-grams of length n, not single tokens.",
-        ),
-    ]
+    largest = sum(max(r[g] for r in ref_counts) for g in _counts(hyp, n))
+    return largest, _clipped(hyp, refs, n)[1]
 
 
-_CLIPPING_CASES = [
-    ("the the the the cat cat sat", ["the the cat", "cat cat the sat"], 1),
-    ("the the the cat sat", ["the cat sat on the mat", "a cat sat there"], 1),
-    ("the cat the cat", ["the cat is here", "cat the cat the"], 2),
-    ("a a a b", ["b a", "a a b", "c"], 1),
-    ("x y z", ["p q", "y z x"], 1),
-    ("a b c d", ["a b c d", "a b"], 3),
-]
+def _distinct(hyp, refs, n, total=None) -> tuple[int, int]:
+    """Each distinct n-gram counted once; `total` of distinct ones too."""
+    ref_counts = [_counts(r, n) for r in refs]
+    hyp_counts = _counts(hyp, n)
+    matches = sum(1 for g in hyp_counts if any(r[g] for r in ref_counts))
+    return matches, len(hyp_counts) if total else _clipped(hyp, refs, n)[1]
 
 
-def _consistent(mistakes_by_case, answers, same) -> set[int]:
-    """The positions of the known mistakes that give the learner's answer in
-    every case: a hint is given only for a mistake that explains them all,
-    never for one that agrees with the answer by chance on one input."""
-    return {
-        position
-        for position in range(len(mistakes_by_case[0]))
-        if all(
-            same(answer, mistakes[position][0])
-            for answer, mistakes in zip(answers, mistakes_by_case, strict=True)
-        )
-    }
-
-
+_DISTINCT = (
+    "count every occurrence of an n-gram (up to its clip), not each distinct "
+    "n-gram once."
+)
+_OFF_BY_ONE = (
+    "a sentence of L tokens has L - n + 1 n-grams: range(len(tokens) - n + "
+    "1), not range(len(tokens) - n)."
+)
 _CHANGED_LISTS_HINT = (
     "sort(), append(), pop() and x[i] = change the caller's lists; build new "
     "ones (sorted(...), a + [x], a copy)."
 )
 
+CLIPPED_MATCHES_MULTI = Exercise(
+    name="clipped_matches_multi",
+    success="clips each n-gram at its largest reference count.",
+    cases=[
+        (hyp.split(), [r.split() for r in refs], n)
+        for hyp, refs, n in [
+            (
+                "the the the the cat cat sat",
+                ["the the cat", "cat cat the sat"],
+                1,
+            ),
+            (
+                "the the the cat sat",
+                ["the cat sat on the mat", "a cat sat there"],
+                1,
+            ),
+            ("the cat the cat", ["the cat is here", "cat the cat the"], 2),
+            ("a a a b", ["b a", "a a b", "c"], 1),
+            ("x y z", ["p q", "y z x"], 1),
+            ("a b c d", ["a b c d", "a b"], 3),
+        ]
+    ],
+    reference=_clipped,
+    compare="equal",
+    what="(matches, total)",
+    names=("hypothesis", "references", "n"),
+    in_place=(
+        "changed {what} in place; leave the inputs as they were.",
+        _CHANGED_LISTS_HINT,
+    ),
+    convert=lambda name, shown, got: (
+        tuple(got) if isinstance(got, list) else got
+    ),
+    agree=_same,
+    mistakes=[
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, n, sum),
+            "clip at the largest count in any ONE reference, not at the sum "
+            "over the references.",
+        ),
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, n, min),
+            "clip at the largest count in any one reference (max), not the "
+            "smallest: an n-gram absent from one reference can still match "
+            "another.",
+        ),
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, n, lambda c: c[0]),
+            "every reference counts, not only the first.",
+        ),
+        Mistake(
+            lambda hyp, refs, n: _clipped(
+                hyp, refs, n, lambda c: math.inf if any(c) else 0
+            ),
+            "the counts are not clipped: an n-gram matches at most as often "
+            "as it occurs in a reference.",
+        ),
+        Mistake(
+            _best_reference,
+            "clip each n-gram on its own, at its largest count in any "
+            "reference; do not pick the one best reference for the whole "
+            "hypothesis.",
+        ),
+        Mistake(
+            _unclipped,
+            "min(count, largest reference count): an n-gram matches at most "
+            "as often as it occurs in the hypothesis too.",
+        ),
+        Mistake(_distinct, _DISTINCT),
+        Mistake(lambda *args: _distinct(*args, total="distinct"), _DISTINCT),
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, n, extra=0), _OFF_BY_ONE
+        ),
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, n, extra=0, ref_extra=1),
+            _OFF_BY_ONE,
+        ),
+        Mistake(
+            lambda hyp, refs, n: (_clipped(hyp, refs, n)[0], len(hyp)),
+            "total is the number of the hypothesis's n-grams, len(hypothesis) "
+            "- n + 1, not its number of tokens.",
+        ),
+        Mistake(
+            lambda hyp, refs, n: (
+                _clipped(hyp, refs, n)[0],
+                sum(sum(_counts(r, n).values()) for r in refs),
+            ),
+            "total counts the hypothesis's n-grams (BLEU is a precision), not "
+            "the references'.",
+        ),
+        Mistake(
+            lambda hyp, refs, n: _clipped(hyp, refs, 1),
+            "count n-grams of length n, not single tokens.",
+        ),
+    ],
+)
+
 
 def check_clipped_matches_multi(clipped_matches_multi: Callable) -> None:
     """Check `clipped_matches_multi(hypothesis, references, n)`."""
-    name = "clipped_matches_multi"
-
-    def run_cases() -> None:
-        answers, expected, mistakes = [], [], []
-        for hypothesis, references, n in _CLIPPING_CASES:
-            hyp, refs = hypothesis.split(), [r.split() for r in references]
-            given = _copies(hyp, refs)
-            got = _call(clipped_matches_multi, name, *given, n)
-            _expect_unchanged(
-                name,
-                [hyp, refs, n],
-                given,
-                {"hypothesis": hyp, "references": refs},
-                "changed {what} in place; leave the inputs as they were.",
-                _CHANGED_LISTS_HINT,
-            )
-            if isinstance(got, list):
-                got = tuple(got)
-            answers.append(got)
-            expected.append(_clipped(hyp, refs, n, max))
-            mistakes.append(_clipping_mistakes(hyp, refs, n))
-        known = _consistent(mistakes, answers, _same)
-        for (hypothesis, references, n), got, right, case_mistakes in zip(
-            _CLIPPING_CASES, answers, expected, mistakes, strict=True
-        ):
-            _expect_equal(
-                name,
-                [hypothesis.split(), [r.split() for r in references], n],
-                got,
-                right,
-                [m for i, m in enumerate(case_mistakes) if i in known],
-                what="(matches, total)",
-            )
-
-    _verdict(
-        name, "clips each n-gram at its largest reference count.", run_cases
-    )
+    CLIPPED_MATCHES_MULTI(clipped_matches_multi)
 
 
 def _closest(hyp_len, ref_lens, prefer_shorter=True):
@@ -225,117 +197,53 @@ def _closest(hyp_len, ref_lens, prefer_shorter=True):
     return min(ref_lens, key=key)
 
 
-def _inverted_bp(c, r) -> float:
-    return 1.0 if c >= r else math.exp(1 - c / r)
-
-
 def _bp(c, r) -> float:
     if c >= r:
         return 1.0
     return math.exp(1 - r / c) if c > 0 else 0.0
 
 
-def _bp_mistakes(hyp_lens, ref_lens) -> list[tuple[float, str]]:
-    pairs = list(zip(hyp_lens, ref_lens, strict=True))
-    c = sum(hyp_lens)
-    closest = sum(_closest(h, rs) for h, rs in pairs)
-    closest_hint = (
-        "take the reference length closest to the hypothesis's, shorter "
-        "or longer: min(lengths, key=lambda r: (abs(r - h), r))."
+def _closest_lengths(hyp_lens, ref_lens) -> list[int]:
+    return [_closest(h, rs) for h, rs in zip(hyp_lens, ref_lens, strict=True)]
+
+
+def _corpus_bp(hyp_lens, ref_lens) -> float:
+    return _bp(sum(hyp_lens), sum(_closest_lengths(hyp_lens, ref_lens)))
+
+
+def _with_r(choose: Callable) -> Callable:
+    """The corpus BP with each sentence's r from `choose(h, ref_lens)`."""
+
+    def variant(hyp_lens, ref_lens):
+        pairs = zip(hyp_lens, ref_lens, strict=True)
+        return _bp(sum(hyp_lens), sum(choose(h, rs) for h, rs in pairs))
+
+    return variant
+
+
+def _with_formula(formula: Callable) -> Callable:
+    """`formula(c, r)` instead of the BP, on the corpus's c and closest r."""
+
+    def variant(hyp_lens, ref_lens):
+        r = sum(_closest_lengths(hyp_lens, ref_lens))
+        return formula(sum(hyp_lens), r)
+
+    return variant
+
+
+def _per_sentence(hyp_lens, ref_lens) -> list[float]:
+    pairs = zip(hyp_lens, ref_lens, strict=True)
+    return [_bp(h, _closest(h, rs)) for h, rs in pairs]
+
+
+def _explain_bp(hyp_lens, ref_lens) -> str:
+    lengths = _closest_lengths(hyp_lens, ref_lens)
+    return message(
+        "Here c = {c} and r = {lengths} = {r} (the closest reference lengths).",
+        c=sum(hyp_lens),
+        lengths=" + ".join(map(str, lengths)),
+        r=sum(lengths),
     )
-    return [
-        (
-            _bp(c, sum(min(rs) for _, rs in pairs)),
-            "use the reference length closest to each hypothesis's, "
-            "not the shortest.",
-        ),
-        (
-            _bp(c, sum(max(rs) for _, rs in pairs)),
-            "use the reference length closest to each hypothesis's, "
-            "not the longest.",
-        ),
-        (
-            _bp(c, sum(sum(rs) / len(rs) for _, rs in pairs)),
-            "use the closest reference length, not the average.",
-        ),
-        (
-            _bp(c, sum(_closest(h, rs, False) for h, rs in pairs)),
-            "on a tie (one reference as much shorter as another is "
-            "longer), take the shorter reference, as sacreBLEU does.",
-        ),
-        (
-            _bp(c, sum(min(rs, key=lambda r: abs(r - h)) for h, rs in pairs)),
-            "on a tie, min() with key=abs(r - h) keeps the first in the "
-            "list; take the shorter reference, as sacreBLEU does: "
-            "key=lambda r: (abs(r - h), r).",
-        ),
-        (
-            _bp(c, sum(rs[0] for _, rs in pairs)),
-            "use the closest of each sentence's reference lengths, not the "
-            "first.",
-        ),
-        (
-            _bp(
-                c,
-                sum(
-                    max([r for r in rs if r <= h] or [min(rs)])
-                    for h, rs in pairs
-                ),
-            ),
-            closest_hint,
-        ),
-        (
-            _bp(
-                c,
-                sum(
-                    min([r for r in rs if r >= h] or [max(rs)])
-                    for h, rs in pairs
-                ),
-            ),
-            closest_hint,
-        ),
-        (
-            sum(_bp(h, _closest(h, rs)) for h, rs in pairs) / len(pairs),
-            "the brevity penalty is computed once for the corpus, "
-            "from the summed lengths, not averaged over sentences.",
-        ),
-        (
-            math.prod(_bp(h, _closest(h, rs)) for h, rs in pairs),
-            "the brevity penalty is computed once for the corpus, "
-            "from the summed lengths, not multiplied over sentences.",
-        ),
-        (
-            _inverted_bp(c, closest),
-            "the exponent is 1 - r / c (reference over hypothesis).",
-        ),
-        (
-            1.0 if c >= closest else math.exp(closest / c - 1),
-            "the exponent is 1 - r / c, negative when c < r: the "
-            "penalty is at most 1.",
-        ),
-        (
-            math.exp(1 - closest / c),
-            "no penalty when c >= r: BP is 1 then (exp(1 - r / c) would "
-            "exceed 1).",
-        ),
-        (
-            1.0 if c >= closest else math.exp(1 - closest // c),
-            "r // c is integer division: use r / c.",
-        ),
-        (
-            min(1.0, c / closest),
-            "BP = exp(1 - r / c) when c < r, not c / r.",
-        ),
-        (
-            0.0 if c >= closest else 1 - closest / c,
-            "return the penalty itself, exp(1 - r / c), not its logarithm.",
-        ),
-        (
-            _bp(len(hyp_lens), closest),
-            "c is the sum of the hypothesis lengths, not the number of "
-            "sentences.",
-        ),
-    ]
 
 
 def _close_number(a, b) -> bool:
@@ -345,10 +253,15 @@ def _close_number(a, b) -> bool:
         return False
 
 
-def check_brevity_penalty_multi(brevity_penalty_multi: Callable) -> None:
-    """Check `brevity_penalty_multi(hyp_lens, ref_lens)`: corpus BP, closest refs."""
-    name = "brevity_penalty_multi"
-    cases = [
+_CLOSEST = (
+    "take the reference length closest to the hypothesis's, shorter or "
+    "longer: min(lengths, key=lambda r: (abs(r - h), r))."
+)
+
+BREVITY_PENALTY_MULTI = Exercise(
+    name="brevity_penalty_multi",
+    success="compares the corpus with its closest references.",
+    cases=[
         ([4, 6, 3], [[2, 6], [8, 10, 1], [5, 7]]),
         ([5, 8, 3], [[6, 9], [7, 10], [3, 5]]),
         ([4, 10], [[3, 5], [12, 9]]),
@@ -357,54 +270,106 @@ def check_brevity_penalty_multi(brevity_penalty_multi: Callable) -> None:
         # r = 6 + 6 + 3 (closest), 3 + 6 + 3 (closest not longer),
         # 2 + 6 + 3 (shortest), 6 + 6 + 7 (closest not shorter)
         ([5, 1, 4], [[2, 3, 6], [6, 9], [3, 7]]),
-    ]
+    ],
+    reference=_corpus_bp,
+    atol=1e-6,
+    names=("hyp_lens", "ref_lens"),
+    in_place=(
+        "changed {what} in place (it is now {now}); leave the inputs as they "
+        "were.",
+        "hyp_lens[i] must stay paired with ref_lens[i]; " + _CHANGED_LISTS_HINT,
+    ),
+    agree=_close_number,
+    explain=_explain_bp,
+    mistakes=[
+        Mistake(
+            _with_r(lambda h, rs: min(rs)),
+            "use the reference length closest to each hypothesis's, not the "
+            "shortest.",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: max(rs)),
+            "use the reference length closest to each hypothesis's, not the "
+            "longest.",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: sum(rs) / len(rs)),
+            "use the closest reference length, not the average.",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: _closest(h, rs, prefer_shorter=False)),
+            "on a tie (one reference as much shorter as another is longer), "
+            "take the shorter reference, as sacreBLEU does.",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: min(rs, key=lambda r: abs(r - h))),
+            "on a tie, min() with key=abs(r - h) keeps the first in the list; "
+            "take the shorter reference, as sacreBLEU does: key=lambda r: "
+            "(abs(r - h), r).",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: rs[0]),
+            "use the closest of each sentence's reference lengths, not the "
+            "first.",
+        ),
+        Mistake(
+            _with_r(lambda h, rs: max([r for r in rs if r <= h] or [min(rs)])),
+            _CLOSEST,
+        ),
+        Mistake(
+            _with_r(lambda h, rs: min([r for r in rs if r >= h] or [max(rs)])),
+            _CLOSEST,
+        ),
+        Mistake(
+            lambda *args: sum(_per_sentence(*args)) / len(args[0]),
+            "the brevity penalty is computed once for the corpus, from the "
+            "summed lengths, not averaged over sentences.",
+        ),
+        Mistake(
+            lambda *args: math.prod(_per_sentence(*args)),
+            "the brevity penalty is computed once for the corpus, from the "
+            "summed lengths, not multiplied over sentences.",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: 1.0 if c >= r else math.exp(1 - c / r)),
+            "the exponent is 1 - r / c (reference over hypothesis).",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: 1.0 if c >= r else math.exp(r / c - 1)),
+            "the exponent is 1 - r / c, negative when c < r: the penalty is "
+            "at most 1.",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: math.exp(1 - r / c)),
+            "no penalty when c >= r: BP is 1 then (exp(1 - r / c) would "
+            "exceed 1).",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: 1.0 if c >= r else math.exp(1 - r // c)),
+            "r // c is integer division: use r / c.",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: min(1.0, c / r)),
+            "BP = exp(1 - r / c) when c < r, not c / r.",
+        ),
+        Mistake(
+            _with_formula(lambda c, r: 0.0 if c >= r else 1 - r / c),
+            "return the penalty itself, exp(1 - r / c), not its logarithm.",
+        ),
+        Mistake(
+            lambda hyp_lens, ref_lens: _bp(
+                len(hyp_lens), sum(_closest_lengths(hyp_lens, ref_lens))
+            ),
+            "c is the sum of the hypothesis lengths, not the number of "
+            "sentences.",
+        ),
+    ],
+)
 
-    def run_cases() -> None:
-        answers, mistakes = [], []
-        for hyp_lens, ref_lens in cases:
-            given = _copies(hyp_lens, ref_lens)
-            got = _call(brevity_penalty_multi, name, *given)
-            _expect_unchanged(
-                name,
-                [hyp_lens, ref_lens],
-                given,
-                {"hyp_lens": hyp_lens, "ref_lens": ref_lens},
-                "changed {what} in place (it is now {now}); leave the inputs "
-                "as they were.",
-                "hyp_lens[i] must stay paired with ref_lens[i]; "
-                + _CHANGED_LISTS_HINT,
-            )
-            answers.append(got)
-            mistakes.append(_bp_mistakes(hyp_lens, ref_lens))
-        known = _consistent(mistakes, answers, _close_number)
-        for (hyp_lens, ref_lens), got, case_mistakes in zip(
-            cases, answers, mistakes, strict=True
-        ):
-            c = sum(hyp_lens)
-            lengths = [
-                _closest(h, rs)
-                for h, rs in zip(hyp_lens, ref_lens, strict=True)
-            ]
-            try:
-                _expect_close(
-                    name,
-                    [hyp_lens, ref_lens],
-                    got,
-                    _bp(c, sum(lengths)),
-                    [m for i, m in enumerate(case_mistakes) if i in known],
-                    atol=1e-6,
-                )
-            except ExerciseError as error:
-                lines = str(error).splitlines()[: MAX_LINES - 1]
-                lines.append(
-                    f"Here c = {c} and r = {' + '.join(map(str, lengths))} "
-                    f"= {sum(lengths)} (the closest reference lengths)."
-                )
-                raise ExerciseError("\n".join(lines)) from None
 
-    _verdict(
-        name, "compares the corpus with its closest references.", run_cases
-    )
+def check_brevity_penalty_multi(brevity_penalty_multi: Callable) -> None:
+    """Check `brevity_penalty_multi(hyp_lens, ref_lens)`: corpus BP, closest refs."""
+    BREVITY_PENALTY_MULTI(brevity_penalty_multi)
 
 
 def _beam_cases():
@@ -429,153 +394,182 @@ def _beam_reference(scores, log_probs, k):
     return best, index // vocab, index % vocab
 
 
-def check_beam_step(beam_step: Callable) -> None:
-    """Check `beam_step(scores, log_probs, k)` -> (scores, parents, tokens)."""
+def _by_new_token(scores, log_probs, k):
+    """The k best tokens' log-probs, wherever their beams rank."""
+    return log_probs.flatten().topk(k)
+
+
+def _not_best_first(got, scores, log_probs, k) -> bool:
+    """The k best scores in another order."""
+    best = _beam_reference(scores, log_probs, k)[0]
+    return got.shape == best.shape and bool(
+        got.double().sort(descending=True).values.allclose(best, 1e-4, 1e-4)
+    )
+
+
+# known mistakes in the scores, parents and tokens that beam_step returns
+_BEAM_SCORES = [
+    Mistake(
+        lambda scores, log_probs, k: (
+            (scores + log_probs.max(dim=-1).values).sort(descending=True).values
+        ),
+        "each beam kept only its own best token: the k best extensions may "
+        "all come from one beam. Rank all k x vocab_size extensions together.",
+    ),
+    Mistake(
+        lambda *args: _by_new_token(*args).values,
+        "add each beam's score to its extensions' log-probs: a hypothesis's "
+        "score is log P of the whole prefix.",
+    ),
+    Mistake(
+        lambda scores, log_probs, k: (scores[:, None] + log_probs).flatten()[
+            _by_new_token(scores, log_probs, k).indices
+        ],
+        "rank the extensions by their whole score, scores[:, None] + "
+        "log_probs, not by the new token's log-prob alone.",
+    ),
+    Mistake(
+        lambda scores, log_probs, k: log_probs.flatten()[
+            (scores[:, None] + log_probs).flatten().topk(k).indices
+        ],
+        "return the extensions' whole scores (the parent's score + the "
+        "token's log-prob), not the token's log-prob.",
+    ),
+    Mistake(
+        lambda scores, log_probs, k: (
+            (scores[:, None] * log_probs).flatten().topk(k).values
+        ),
+        "log-probabilities add (probabilities multiply).",
+    ),
+    Mistake(
+        lambda *args: _beam_reference(*args)[0].exp(),
+        "return log-probabilities, not probabilities.",
+    ),
+    Mistake(
+        lambda scores, log_probs, k: (
+            (scores[:, None] + log_probs)[scores.argmax()].topk(k).values
+        ),
+        "the k best extensions may come from several beams, not only from the "
+        "best one: rank all k x vocab_size.",
+    ),
+    Mistake(
+        None,
+        "these are the k best scores, but not best first: topk(k) returns "
+        "them sorted, the largest first.",
+        when=_not_best_first,
+        example=lambda *args: _beam_reference(*args)[0].flip(0),
+    ),
+]
+
+
+def _flat_index(scores, log_probs, k):
+    _, parents, tokens = _beam_reference(scores, log_probs, k)
+    return parents * log_probs.size(1) + tokens
+
+
+def _token_rank(scores, log_probs, k):
+    """Each token's position in its beam's topk(k), not its id."""
+    _, parents, tokens = _beam_reference(scores, log_probs, k)
+    chosen = log_probs[parents, tokens]
+    return (log_probs[parents] > chosen[:, None]).sum(-1).tolist()
+
+
+_SPLIT = (
+    "the flat index i over (k, vocab_size) splits as parent = i // "
+    "vocab_size, token = i % vocab_size."
+)
+_BEAM_PARENTS = [
+    Mistake(
+        lambda s, lp, k: (_flat_index(s, lp, k) % lp.size(1)).tolist(), _SPLIT
+    ),
+    Mistake(lambda s, lp, k: (_flat_index(s, lp, k) // k).tolist(), _SPLIT),
+    Mistake(lambda s, lp, k: (_flat_index(s, lp, k) % k).tolist(), _SPLIT),
+    Mistake(lambda s, lp, k: _flat_index(s, lp, k).tolist(), _SPLIT),
+]
+# (flat % vocab_size is the token itself: not a mistake here)
+_BEAM_TOKENS = _BEAM_PARENTS[1:] + [
+    Mistake(
+        lambda s, lp, k: (_flat_index(s, lp, k) // lp.size(1)).tolist(), _SPLIT
+    ),
+    Mistake(
+        _token_rank,
+        "that is each token's position in its beam's topk(k), not its id: "
+        "map it back through the indices that topk returned.",
+    ),
+]
+BEAM_MISTAKES = {"scores": _BEAM_SCORES, "parents": _BEAM_PARENTS}
+BEAM_MISTAKES["tokens"] = _BEAM_TOKENS
+
+
+def _as_three_tensors(name: str, shown, got):
     import torch
 
-    name = "beam_step"
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        returned = (
+            message(
+                "a {type} of {n} items", type=type(got).__name__, n=len(got)
+            )
+            if isinstance(got, (tuple, list))
+            else _describe(got, 0)
+        )
+        problem = (
+            "must return three things: (scores, parents, tokens), each of k "
+            "entries; it returned {returned}."
+        )
+        fail(name, problem, shown, returned=returned)
+    return tuple(torch.as_tensor(x) for x in got)
 
-    def run_cases() -> None:
-        for scores, log_probs, k in _beam_cases():
-            vocab = log_probs.size(1)
-            best, parents, tokens = _beam_reference(scores, log_probs, k)
-            inputs = [scores, log_probs, k]
-            given = _copies(scores, log_probs)
-            got = _call(beam_step, name, *given, k)
-            _expect_unchanged(
-                name,
-                inputs,
-                given,
-                {"scores": scores, "log_probs": log_probs},
-                IN_PLACE_NEEDED,
-                "+=, add_() and x[...] = write into the caller's tensor; "
-                "compute a new one: scores[:, None] + log_probs.",
-            )
-            if not isinstance(got, (tuple, list)) or len(got) != 3:
-                returned = (
-                    f"a {type(got).__name__} of {len(got)} items"
-                    if isinstance(got, (tuple, list))
-                    else _describe(got, 0)
-                )
-                _fail(
-                    name,
-                    "must return three things: (scores, parents, "
-                    f"tokens), each of k entries; it returned {returned}.",
-                    inputs,
-                )
-            got_scores, got_parents, got_tokens = (
-                torch.as_tensor(x) for x in got
-            )
-            own_best = log_probs.max(dim=-1)
-            flat = log_probs.flatten().topk(k)
-            total = scores[:, None] + log_probs  # (k, vocab)
-            by_token = log_probs.flatten()[total.flatten().topk(k).indices]
-            best_beam = scores.argmax()
-            score_mistakes = [
-                (
-                    (scores + own_best.values).sort(descending=True).values,
-                    "each beam kept only its own best token: the k best "
-                    "extensions may all come from one beam. Rank all "
-                    "k x vocab_size extensions together.",
-                ),
-                (
-                    flat.values,
-                    "add each beam's score to its extensions' log-probs: "
-                    "a hypothesis's score is log P of the whole prefix.",
-                ),
-                (
-                    total.flatten()[flat.indices],
-                    "rank the extensions by their whole score, scores[:, None] "
-                    "+ log_probs, not by the new token's log-prob alone.",
-                ),
-                (
-                    by_token,
-                    "return the extensions' whole scores (the parent's "
-                    "score + the token's log-prob), not the token's log-prob.",
-                ),
-                (
-                    (scores[:, None] * log_probs).flatten().topk(k).values,
-                    "log-probabilities add (probabilities multiply).",
-                ),
-                (
-                    best.exp(),
-                    "return log-probabilities, not probabilities.",
-                ),
-                (
-                    total[best_beam].topk(k).values,
-                    "the k best extensions may come from several beams, "
-                    "not only from the best one: rank all k x vocab_size.",
-                ),
-            ]
-            if got_scores.shape == best.shape and torch.allclose(
-                got_scores.double().sort(descending=True).values,
-                best,
-                rtol=1e-4,
-                atol=1e-4,
-            ):
-                score_mistakes.append(
-                    (
-                        got_scores,
-                        "these are the k best scores, but not best first: "
-                        "topk(k) returns them sorted, the largest first.",
-                    )
-                )
-            _expect_close(
-                name, inputs, got_scores, best, score_mistakes, what="scores"
-            )
-            for what, values in [
-                ("parents", got_parents),
-                ("tokens", got_tokens),
-            ]:
-                if values.dtype.is_floating_point or values.dtype == torch.bool:
-                    _fail(
-                        name,
-                        f"returned {what} as {values.dtype} numbers; they are "
-                        "indices: return integers (an int64 tensor).",
-                        inputs,
-                        "i / vocab_size is true division (a float); "
-                        "i // vocab_size and i % vocab_size keep integers.",
-                    )
-            flat_index = parents * vocab + tokens
-            split_hint = (
-                "the flat index i over (k, vocab_size) splits as "
-                "parent = i // vocab_size, token = i % vocab_size."
-            )
-            index_mistakes = [
-                ((flat_index % vocab).tolist(), split_hint),
-                ((flat_index // k).tolist(), split_hint),
-                ((flat_index % k).tolist(), split_hint),
-                (flat_index.tolist(), split_hint),
-            ]
-            _expect_equal(
-                name,
-                inputs,
-                got_parents.tolist(),
-                parents.tolist(),
-                index_mistakes,
-                what="parents",
-            )
-            # the token's rank in its beam's topk(k), not its id
-            chosen = log_probs[parents, tokens]
-            rank = (log_probs[parents] > chosen[:, None]).sum(-1)
-            index_mistakes += [
-                ((flat_index // vocab).tolist(), split_hint),
-                (
-                    rank.tolist(),
-                    "that is each token's position in its beam's topk(k), "
-                    "not its id: map it back through the indices that "
-                    "topk returned.",
-                ),
-            ]
-            _expect_equal(
-                name,
-                inputs,
-                got_tokens.tolist(),
-                tokens.tolist(),
-                index_mistakes,
-                what="tokens",
-            )
 
-    _verdict(
-        name, "keeps the k best of all k x vocab_size extensions.", run_cases
-    )
+def _judge_beam(name, shown, got, expected, *args) -> None:
+    """The scores (close), then the parents and tokens (exact integers)."""
+    import torch
+
+    def known(what, answer=None):
+        return [
+            wrong
+            for wrong in (m.on(args, answer) for m in BEAM_MISTAKES[what])
+            if wrong is not None
+        ]
+
+    got_scores, got_parents, got_tokens = got
+    best, parents, tokens = expected
+    scores_known = known("scores", got_scores)
+    _expect_close(name, shown, got_scores, best, scores_known, what="scores")
+    for what, values in [("parents", got_parents), ("tokens", got_tokens)]:
+        if values.dtype.is_floating_point or values.dtype == torch.bool:
+            problem = (
+                "returned {what} as {dtype} numbers; they are indices: return "
+                "integers (an int64 tensor)."
+            )
+            hint = (
+                "i / vocab_size is true division (a float); i // vocab_size "
+                "and i % vocab_size keep integers."
+            )
+            fail(name, problem, shown, hint, what=what, dtype=values.dtype)
+    for what, values, right in [
+        ("parents", got_parents, parents),
+        ("tokens", got_tokens, tokens),
+    ]:
+        right, values = right.tolist(), values.tolist()
+        _expect_equal(name, shown, values, right, known(what), what=what)
+
+
+BEAM_STEP = Exercise(
+    name="beam_step",
+    success="keeps the k best of all k x vocab_size extensions.",
+    cases=_beam_cases,
+    reference=_beam_reference,
+    names=("scores", "log_probs", "k"),
+    in_place=(
+        IN_PLACE_NEEDED,
+        "+=, add_() and x[...] = write into the caller's tensor; compute a "
+        "new one: scores[:, None] + log_probs.",
+    ),
+    convert=_as_three_tensors,
+    compare=_judge_beam,
+)
+
+
+def check_beam_step(beam_step: Callable) -> None:
+    """Check `beam_step(scores, log_probs, k)` -> (scores, parents, tokens)."""
+    BEAM_STEP(beam_step)
