@@ -1,7 +1,8 @@
 """Fused attention (F.scaled_dot_product_attention) against the explicit softmax.
 
     python benchmarks/fused_attention.py [--lengths 128 256 512 1024 2048]
-        [--repeats 7] [--threads 1] [--write benchmarks/results]
+        [--repeats 7] [--threads 1] [--devices cpu cuda]
+        [--write benchmarks/results]
 
 Causal self-attention on (B, h, T, d_k) = (4, 8, T, 32), one forward and one
 backward pass: the median of --repeats calls after one untimed call, with the
@@ -10,9 +11,11 @@ milliseconds). Memory: on the CPU, the bytes autograd keeps
 for the backward pass (deterministic); on a CUDA GPU, the peak of allocated
 memory during the call above what the inputs take. Runs on the CPU, and on the
 GPU too when PyTorch finds one, in float32 and there also float16 and
-bfloat16, with the kernels each dtype can use (torch.nn.attention.sdpa_kernel).
---write DIR writes a Markdown table of the medians to
-DIR/fused_attention_<device>.md and every timing to fused_attention_<device>.json.
+bfloat16, with the kernels each dtype can use (torch.nn.attention.sdpa_kernel)
+and the one the fused call ran (PyTorch's profiler, at T = 256), and under
+each table the fastest and slowest calls. --write DIR writes a Markdown
+table of the medians to DIR/fused_attention_<device>.md and every timing to
+fused_attention_<device>.json.
 """
 
 import argparse
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from results_files import kernels_of
 
 from transformer_course.beyond import explicit_attention, saved_tensor_bytes
 
@@ -105,12 +109,25 @@ def kernels(device, dtype):
     return found
 
 
+def kernel_ran(device, dtype) -> dict:
+    """The operators and kernels of one fused causal call, forward and
+    backward, at T = 256 (PyTorch's profiler)."""
+    q = torch.randn(B, H, 256, D_K, device=device, dtype=dtype)
+    q.requires_grad_()
+    fused(q, q, q).sum().backward()  # warm-up: first-call work
+    return kernels_of(lambda: fused(q, q, q).sum().backward(), device)
+
+
 def run(device, dtypes, lengths, repeats):
-    lines, rows = [], []
+    lines, rows, ran = [], [], {}
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
+        ran[name] = kernel_ran(device, dtype)
+        backends = ", ".join(ran[name]["sdpa_backends"]) or "none"
+        accepted = ", ".join(kernels(device, dtype))
         lines.append(
-            f"\n### {name}; kernels that run: {', '.join(kernels(device, dtype))}\n"
+            f"\n### {name}; kernels that run: {accepted}"
+            f"; ran (profiler, T = 256): {backends}\n"
         )
         lines.append(
             "| T | explicit ms | fused ms | time ratio | explicit MiB "
@@ -136,10 +153,18 @@ def run(device, dtypes, lengths, repeats):
                 f"| {m_e / 2**20:.1f} | {m_f / 2**20:.2f} | {m_e / m_f:.1f} |"
             )
             print(lines[-1], flush=True)
-    return lines, rows
+        lines += ["", "| fastest-slowest | T | explicit ms | fused ms |"]
+        lines.append("|---|---:|---:|---:|")
+        for row in rows[-len(lengths) :]:
+            e, f = row["explicit_s"], row["fused_s"]
+            lines.append(
+                f"| ms | {row['T']} | {min(e) * 1e3:.2f}-{max(e) * 1e3:.2f} "
+                f"| {min(f) * 1e3:.2f}-{max(f) * 1e3:.2f} |"
+            )
+    return lines, rows, ran
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--lengths", type=int, nargs="+", default=[128, 256, 512, 1024, 2048]
@@ -148,10 +173,21 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--write", type=Path, default=None)
     parser.add_argument("--no-cpu", action="store_true", help="GPU only")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cpu", "cuda"],
+        help="default: the CPU, and the GPU when PyTorch finds one",
+    )
+    args = parser.parse_args(argv)
+    if args.repeats < 5:
+        parser.error("--repeats must be at least 5 (a median and a spread)")
+    if "cuda" in (args.devices or []) and not torch.cuda.is_available():
+        parser.error("--devices cuda: PyTorch finds no CUDA GPU")
     torch.set_num_threads(args.threads)
     devices = [] if args.no_cpu else ["cpu"]
     devices += ["cuda"] if torch.cuda.is_available() else []
+    devices = args.devices or devices
     for device in devices:
         if device == "cuda":
             label = torch.cuda.get_device_name()
@@ -172,7 +208,7 @@ def main() -> None:
             f"torch {torch.__version__}. Ratios: explicit / fused.",
         ]
         print("\n".join(header), flush=True)
-        table, rows = run(device, dtypes, args.lengths, args.repeats)
+        table, rows, ran = run(device, dtypes, args.lengths, args.repeats)
         lines = header + table
         if args.write:
             args.write.mkdir(parents=True, exist_ok=True)
@@ -186,6 +222,7 @@ def main() -> None:
                 "torch": torch.__version__,
                 "repeats": args.repeats,
                 "rows": rows,
+                "kernels_ran": ran,
             }
             path.with_suffix(".json").write_text(json.dumps(document, indent=1))
             print(f"written to {path} and its .json")

@@ -2,7 +2,7 @@
 the length, one step against the batch, and whole greedy decodings.
 
     python benchmarks/kv_cache.py [--threads 1] [--repeats 7]
-        [--write benchmarks/results]
+        [--devices cpu cuda] [--write benchmarks/results]
 
 The model is chapter 9's (3 layers, d_model=256, h=8, d_ff=1024, vocabulary
 500; random weights, seed 0), in float32, with one source sentence of 12
@@ -16,14 +16,18 @@ tokens (B sentences: the same one B times). Measured, each the median of
   every step); and the prefill of T tokens (one call of a new cache with all
   T, divided by T);
 - one decode step at T = 128 for B = 1 to 64 sentences;
+- the operators and kernels that one decode step at T = 128 ran (PyTorch's
+  profiler);
 - greedy decoding of n new tokens with and without the cache (a source the
   model does not end within 256 tokens, checked, so exactly n);
 - in the same run, this machine's float32 matrix product rate (a 1024 x 1024
   product) and copy bandwidth (256 MiB), so that a step's arithmetic and
   bytes can be set against what the machine can do.
 
-Runs on the CPU, and on the GPU too when PyTorch finds one. --write DIR
-writes DIR/kv_cache_<cpu|cuda>.json and a Markdown table beside it.
+Runs on the CPU, and on the GPU too when PyTorch finds one (--devices picks).
+--write DIR writes DIR/kv_cache_<cpu|cuda>.json and a Markdown table beside
+it. --lengths, --batches and --new-tokens replace the lists above (a quick
+check: benchmarks/gpu_run.py --tiny).
 """
 
 import argparse
@@ -32,7 +36,7 @@ import time
 from pathlib import Path
 
 import torch
-from results_files import write_results
+from results_files import kernels_of, write_results
 
 from transformer_course import (
     DecoderCache,
@@ -101,18 +105,24 @@ def machine_rates(repeats: int, device: str) -> dict:
     }
 
 
-def measure(device: str, repeats: int) -> dict:
+def measure(
+    device: str,
+    repeats: int,
+    lengths=LENGTHS,
+    batches=BATCHES,
+    new_tokens=NEW_TOKENS,
+) -> dict:
     torch.manual_seed(0)
     model = Transformer(CONFIG).to(device).eval()
     src = torch.randint(3, CONFIG.vocab_size, (1, T_SRC)).to(device)
-    prefix = torch.randint(3, CONFIG.vocab_size, (1, max(LENGTHS)))
+    prefix = torch.randint(3, CONFIG.vocab_size, (1, max(lengths)))
     prefix[0, 0] = CONFIG.bos_id
     prefix = prefix.to(device)
 
     def cache_with(tokens, batch=1):
         """A DecoderCache for `batch` copies of src, holding `tokens`."""
         memory, src_mask = model.encode(src.expand(batch, -1))
-        cache = DecoderCache(model, memory, src_mask, max_len=max(LENGTHS))
+        cache = DecoderCache(model, memory, src_mask, max_len=max(lengths))
         cache.next_token_log_probs(tokens.expand(batch, -1))
         return cache
 
@@ -120,7 +130,7 @@ def measure(device: str, repeats: int) -> dict:
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         stepper = NoCache(model, memory, src_mask)  # re-reads the prefix
-        for T in LENGTHS:
+        for T in lengths:
             tokens = prefix[:, :T]
             decode = timed(
                 lambda cache, tokens=tokens: cache.next_token_log_probs(tokens),
@@ -151,31 +161,40 @@ def measure(device: str, repeats: int) -> dict:
                 f"{1e6 * prefill['median'] / T:7.1f} us/token",
                 flush=True,
             )
-        batches = []
-        for batch in BATCHES:
-            tokens = prefix[:, :128].expand(batch, -1)
+        at = min(128, max(lengths))  # the length of the batch rows
+        batch_rows = []
+        for batch in batches:
+            tokens = prefix[:, :at].expand(batch, -1)
             step = timed(
                 lambda cache, tokens=tokens: cache.next_token_log_probs(tokens),
                 repeats,
                 device,
-                setup=lambda batch=batch: cache_with(prefix[:, :127], batch),
+                setup=lambda batch=batch: cache_with(
+                    prefix[:, : at - 1], batch
+                ),
             )
-            batches.append(
+            batch_rows.append(
                 {
                     "batch": batch,
                     "decode_step_s": step,
-                    "decode_step_flops_bytes": step_flops_and_bytes(128, batch),
+                    "decode_step_flops_bytes": step_flops_and_bytes(at, batch),
                 }
             )
             print(
                 f"B={batch:>3}: one step {1e3 * step['median']:.2f} ms",
                 flush=True,
             )
-    one = src[:1]
-    if greedy_decode(model, one, 256, cache=DecoderCache).size(1) != 256:
-        raise SystemExit("the sentence ends before 256 tokens: change seeds")
+        cache = cache_with(prefix[:, : at - 1])
+        kernels = kernels_of(
+            lambda: cache.next_token_log_probs(prefix[:, :at]), device
+        )
+    one, most = src[:1], max(new_tokens)
+    if greedy_decode(model, one, most, cache=DecoderCache).size(1) != most:
+        raise SystemExit(
+            f"the sentence ends before {most} tokens: change seeds"
+        )
     whole = []
-    for n in NEW_TOKENS:
+    for n in new_tokens:
         plain, cached = (
             timed(
                 lambda _, n=n, cache=cache: greedy_decode(
@@ -194,7 +213,9 @@ def measure(device: str, repeats: int) -> dict:
         )
     return {
         "per_token": per_token,
-        "batch": batches,
+        "batch_length": at,
+        "batch": batch_rows,
+        "decode_step_kernels": kernels,
         "greedy": whole,
         "machine_rates": machine_rates(repeats, device),
     }
@@ -220,7 +241,8 @@ def table(results: dict) -> list[str]:
             f"| {T} | {ms(row['decode_step_s'])} | "
             f"{ms(row['no_cache_step_s'])} | {ms(per)} |"
         )
-    lines += ["", "One decode step at T = 128 (ms):", "", "| B | step |"]
+    at = results.get("batch_length", 128)  # older files: always 128
+    lines += ["", f"One decode step at T = {at} (ms):", "", "| B | step |"]
     lines += ["|---:|---:|"]
     lines += [
         f"| {row['batch']} | {ms(row['decode_step_s'])} |"
@@ -237,6 +259,17 @@ def table(results: dict) -> list[str]:
             f"| {row['new_tokens']} | {plain:.3f} | {cached:.3f} | "
             f"{plain / cached:.1f} |"
         )
+    if "decode_step_kernels" in results:
+        ran = results["decode_step_kernels"]
+        lines += [
+            "",
+            f"One decode step at T = {at} ran (profiler): "
+            + ", ".join(ran["sdpa_operators"] or ["no SDPA operator"]),
+        ]
+        lines += [
+            f"- {k['name'][:70]}: {k['calls']} calls, {k['us']} us"
+            for k in ran["device_kernels"]
+        ]
     rates = results["machine_rates"]
     lines += [
         "",
@@ -247,18 +280,37 @@ def table(results: dict) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--write", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cpu", "cuda"],
+        help="default: the CPU, and the GPU when PyTorch finds one",
+    )
+    parser.add_argument("--lengths", type=int, nargs="+", default=LENGTHS)
+    parser.add_argument("--batches", type=int, nargs="+", default=BATCHES)
+    parser.add_argument("--new-tokens", type=int, nargs="+", default=NEW_TOKENS)
+    args = parser.parse_args(argv)
     if args.repeats < 5:
         parser.error("--repeats must be at least 5 (a median and a spread)")
     torch.set_num_threads(args.threads)
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    if min(args.lengths) < 2:
+        parser.error("--lengths must be at least 2 (a prefix and a token)")
+    if max(args.lengths) > CONFIG.max_len:
+        parser.error(f"--lengths must be at most {CONFIG.max_len}")
+    if "cuda" in (args.devices or []) and not torch.cuda.is_available():
+        parser.error("--devices cuda: PyTorch finds no CUDA GPU")
+    devices = args.devices or ["cpu"] + (
+        ["cuda"] if torch.cuda.is_available() else []
+    )
     for device in devices:
-        results = measure(device, args.repeats)
+        results = measure(
+            device, args.repeats, args.lengths, args.batches, args.new_tokens
+        )
         label = torch.cuda.get_device_name() if device == "cuda" else "CPU"
         fields = {
             "device": label,

@@ -9,6 +9,7 @@ reader the table.
 import datetime
 import json
 import platform
+import re
 from pathlib import Path
 
 import torch
@@ -39,3 +40,67 @@ def write_results(directory: Path, stem: str, script: str, fields, table):
         f"{document['machine']}.\n\n" + "\n".join(table) + "\n"
     )
     return path
+
+
+def kernels_of(run, device: str, top: int = 8) -> dict:
+    """What one call of run() ran, by PyTorch's profiler: the
+    scaled-dot-product-attention operators that PyTorch dispatched to (their
+    names say the backend: flash, efficient, cudnn, math), and on a GPU the
+    `top` kernels by GPU time, each with its calls and microseconds, and the
+    names of the attention kernels among all it ran."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as trace:
+        run()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    operators = sorted(
+        {
+            event.name
+            for event in trace.events()
+            if event.name.startswith("aten::_scaled_dot_product")
+            or event.name.startswith("aten::_flash_attention")
+            or event.name.startswith("aten::_efficient_attention")
+        }
+    )
+    kernels, attention = [], []
+    if device == "cuda":
+        rows = [
+            event
+            for event in trace.key_averages()
+            if event.device_type == DeviceType.CUDA
+        ]
+        rows.sort(key=lambda event: -event.self_device_time_total)
+        kernels = [
+            {
+                "name": event.key,
+                "calls": event.count,
+                "us": round(event.self_device_time_total, 1),
+            }
+            for event in rows[:top]
+        ]
+        attention = sorted(  # wherever they rank: the attention kernels
+            {
+                event.key
+                for event in rows
+                if re.search(r"flash|fmha|attention|attn|sdpa", event.key, re.I)
+            }
+        )
+    return {
+        "sdpa_operators": operators,
+        "sdpa_backends": sorted({backend_of(name) for name in operators}),
+        "device_kernels": kernels,
+        "attention_kernels": attention,
+    }
+
+
+def backend_of(operator: str) -> str:
+    """The SDPA backend an operator's name belongs to."""
+    for backend in ("flash", "efficient", "cudnn", "math"):
+        if backend in operator:
+            return backend
+    return operator.removeprefix("aten::")

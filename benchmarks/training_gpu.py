@@ -18,6 +18,8 @@
 3. A checkpoint round trip on the GPU: save, resume in a new Run, equal outputs.
 
 Needs a CUDA GPU. Writes one JSON file with the device, the versions and the date.
+`speed` runs on any device (benchmarks/gpu_run.py uses it for the fp16 path,
+and on the CPU for its dry run).
 """
 
 import argparse
@@ -60,29 +62,50 @@ def tokens_of(run: Run, updates: int) -> int:
 
 
 def speed(
-    task, precision: str, max_tokens: int, warm_up: int, timed: int
+    task,
+    precision: str,
+    max_tokens: int,
+    warm_up: int,
+    timed: int,
+    device: str = "cuda",
+    model: dict = BASE,
 ) -> dict:
+    """Tokens per second of `fit` over `timed` updates after `warm_up`; on a
+    CPU too (peak memory is then not measured: None)."""
     config = TrainConfig(
-        **BASE,
+        **model,
         max_tokens=max_tokens,
         precision=precision,
         eval_every=10**6,
         updates=warm_up + timed,
+        device=device,
     )
     run = Run(config, task=task)
+
+    def sync():
+        if run.device.type == "cuda":
+            torch.cuda.synchronize()
+
     fit(run, warm_up, progress=False)
     tokens = tokens_of(run, timed)
-    torch.cuda.synchronize()
+    sync()
     start = time.perf_counter()
     fit(run, warm_up + timed, progress=False)
-    torch.cuda.synchronize()
+    sync()
     seconds = time.perf_counter() - start
+    memory = None
+    if run.device.type == "cuda":
+        memory = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     return {
         "precision": precision,
         "tokens_per_second": round(tokens / seconds),
         "updates_per_second": round(timed / seconds, 2),
-        "peak_memory_GiB": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+        "peak_memory_GiB": memory,
         "final_loss": round(run.history[-1]["loss"], 3),
+        "losses": [round(h["loss"], 4) for h in run.history if "loss" in h],
+        "grad_scale": run.scaler.get_scale()
+        if run.scaler.is_enabled()
+        else None,
     }
 
 
