@@ -947,7 +947,7 @@ class Exercise:
     atol: float | None = None
     shown: Callable | None = None
     shared: int = 0
-    in_place: tuple[str, str | None] | None = None
+    in_place: tuple[str, str | None] | Callable | None = None
     names: Sequence[str] | None = None
     convert: Callable | None = None
     what: str = ""
@@ -960,6 +960,9 @@ class Exercise:
             originals = dict(zip(self.names, originals, strict=True))
         if self.in_place is None:
             _expect_unchanged(self.name, None, given, originals)
+            return
+        if callable(self.in_place):  # a check of its own
+            self.in_place(self.name, shown, given, originals)
             return
         problem, hint = self.in_place
         _expect_unchanged(self.name, shown, given, originals, problem, hint)

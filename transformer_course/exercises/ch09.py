@@ -9,17 +9,19 @@ from collections.abc import Callable
 import numpy as np
 
 from transformer_course.exercises._core import (
+    Exercise,
+    Mistake,
+    Refusal,
     _call,
     _expect_close,
     _expect_equal,
-    _expect_kind,
     _expect_unchanged,
-    _fail,
-    _Label,
-    _rng,
     _same,
-    _torch_generator,
     _verdict,
+    fail,
+    label,
+    message,
+    shape_of,
 )
 
 __all__ = [
@@ -122,13 +124,8 @@ def _merge_states(name, result, shapes, shown) -> list[np.ndarray]:
                 "return the state (m, ell, a), not the output a / ell: "
                 "another part may still come."
             )
-        _fail(
-            name,
-            "should return the tuple (m, ell, a), got "
-            + _describe_result(result),
-            shown,
-            hint,
-        )
+        problem = "should return the tuple (m, ell, a), got {result}"
+        fail(name, problem, shown, hint, result=_describe_result(result))
     try:
         states = [np.asarray(r) for r in result]
         # float32 stays float32: _expect_close's tolerance follows the dtype
@@ -137,36 +134,90 @@ def _merge_states(name, result, shapes, shown) -> list[np.ndarray]:
             for state in states
         ]
     except (TypeError, ValueError) as error:
-        _fail(
-            name,
-            "should return three arrays (m, ell, a) of numbers",
-            shown,
-            details=[f"NumPy could not read them as arrays: {error}"],
-        )
+        detail = message("NumPy could not read them as arrays: {e}", e=error)
+        problem = "should return three arrays (m, ell, a) of numbers"
+        fail(name, problem, shown, details=[detail])
     got = [state.shape for state in states]
     if got != list(shapes):
         which = next(i for i in range(3) if got[i] != shapes[i])
-        _fail(
+        problem = (
+            "returned {what} of shape {got}, expected {shape}, the shape of "
+            "the parts' {what}."
+        )
+        hint = "m and ell keep one column per query (keepdims=True)."
+        fields = {"what": ("m", "ell", "a")[which], "got": got[which]}
+        fail(
             name,
-            f"returned {('m', 'ell', 'a')[which]} of shape {got[which]}, "
-            f"expected {shapes[which]}, the shape of the parts' "
-            f"{('m', 'ell', 'a')[which]}.",
+            problem,
             shown,
-            "m and ell keep one column per query (keepdims=True)."
-            if which < 2
-            else None,
+            which < 2 and hint,
+            **fields,
+            shape=shapes[which],
         )
     return states
 
 
 def _describe_result(result) -> str:
     if result is None:
-        return "None (did you forget `return`?)"
+        return message("None (did you forget `return`?)")
     if hasattr(result, "shape"):
-        return f"an array of shape {tuple(result.shape)}"
+        return message("an array of shape {shape}", shape=shape_of(result))
+    kind = type(result).__name__
     if isinstance(result, tuple | list):
-        return f"a {type(result).__name__} of {len(result)} items"
-    return f"a {type(result).__name__}"
+        return message("a {kind} of {n} items", kind=kind, n=len(result))
+    return message("a {kind}", kind=kind)
+
+
+def _merge_cases():
+    """(inputs shown, the parts' states, the attention over every key)."""
+    rng = np.random.default_rng(9)
+    cases = []
+    for T_q, T_k, d, cuts, scale in [
+        (3, 8, 4, (3,), 1.0),
+        (2, 9, 3, (2, 7), 1.0),
+        (2, 6, 3, (4,), 300.0),
+    ]:
+        q, k, v = (rng.normal(size=(n, d)) for n in (T_q, T_k, T_k))
+        k[-1] *= 30  # the last part holds the largest score
+        q *= scale
+        edges = list(itertools.pairwise([0, *cuts, T_k]))
+        parts = [_partial(q, k[a:b], v[a:b]) for a, b in edges]
+        text = "{T_q} queries, {T_k} keys of width {d} in parts {parts}; the "
+        text += "last key is large" + (
+            "; scores in the thousands" * (scale > 1)
+        )
+        spans = ", ".join(f"{a}-{b - 1}" for a, b in edges)
+        shown = [label(text, T_q=T_q, T_k=T_k, d=d, parts=spans)]
+        scores = q @ k.T / math.sqrt(d)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        attention = weights / weights.sum(axis=-1, keepdims=True) @ v
+        cases.append((shown, parts, attention))
+    return cases
+
+
+def _check_merge(merge_partials, name, shown, state, part):
+    """One call of the learner's merge: its (m, ell, a) compared in turn."""
+    given = [tuple(np.array(x) for x in s) for s in (state, part)]
+    result = _call(merge_partials, name, *given)
+    _expect_unchanged(
+        name,
+        shown,
+        [x for s in given for x in s],
+        [x for s in (state, part) for x in s],
+        "changed a part it was given in place; return new arrays and leave "
+        "the parts as they were.",
+        "m1 *= ..., a1 += ... and np.maximum(..., out=m1) write into the "
+        "caller's arrays; compute new ones.",
+    )
+    got = _merge_states(name, result, tuple(x.shape for x in state), shown)
+    with np.errstate(over="ignore", invalid="ignore"):
+        wrong = [(mistake(state, part), h) for mistake, h in _MERGE_MISTAKES]
+    want = _merge_reference(state, part)
+    for i, what in enumerate(("an m with", "an ell with", "an a with")):
+        mistakes = [(w[i], hint) for w, hint in wrong]
+        what = message(what)
+        _expect_close(name, shown, got[i], want[i], mistakes, what=what)
+    return want
 
 
 def check_merge_partials(merge_partials: Callable) -> None:
@@ -175,74 +226,15 @@ def check_merge_partials(merge_partials: Callable) -> None:
     name = "merge_partials"
 
     def run_cases() -> None:
-        rng = _rng(9)
-        for T_q, T_k, d, cuts, scale in [
-            (3, 8, 4, (3,), 1.0),
-            (2, 9, 3, (2, 7), 1.0),
-            (2, 6, 3, (4,), 300.0),
-        ]:
-            q, k, v = (rng.normal(size=(n, d)) for n in (T_q, T_k, T_k))
-            k[-1] *= 30  # the last part holds the largest score
-            q *= scale
-            edges = [0, *cuts, T_k]
-            parts = [
-                _partial(q, k[a:b], v[a:b])
-                for a, b in itertools.pairwise(edges)
-            ]
-            shown = [
-                _Label(
-                    f"{T_q} queries, {T_k} keys of width {d} in parts "
-                    + ", ".join(
-                        f"{a}-{b - 1}" for a, b in itertools.pairwise(edges)
-                    )
-                    + "; the last key is large"
-                    + ("; scores in the thousands" if scale > 1 else "")
-                )
-            ]
+        for shown, parts, attention in _merge_cases():
             state = parts[0]
             for part in parts[1:]:
-                given = [tuple(np.array(x) for x in s) for s in (state, part)]
-                result = _call(merge_partials, name, *given)
-                _expect_unchanged(
-                    name,
-                    shown,
-                    [x for s in given for x in s],
-                    [x for s in (state, part) for x in s],
-                    "changed a part it was given in place; return new arrays "
-                    "and leave the parts as they were.",
-                    "m1 *= ..., a1 += ... and np.maximum(..., out=m1) write "
-                    "into the caller's arrays; compute new ones.",
-                )
-                got = _merge_states(
-                    name, result, tuple(x.shape for x in state), shown
-                )
-                with np.errstate(over="ignore", invalid="ignore"):
-                    wrong = [
-                        (mistake(state, part), hint)
-                        for mistake, hint in _MERGE_MISTAKES
-                    ]
-                want = _merge_reference(state, part)
-                for i, what in enumerate(
-                    ("an m with", "an ell with", "an a with")
-                ):
-                    _expect_close(
-                        name,
-                        shown,
-                        got[i],
-                        want[i],
-                        [(w[i], hint) for w, hint in wrong],
-                        what=what,
-                    )
-                state = want
+                state = _check_merge(merge_partials, name, shown, state, part)
             # the merged state gives the attention over every key
-            scores = q @ k.T / math.sqrt(d)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            attention = weights / weights.sum(axis=-1, keepdims=True) @ v
             assert np.allclose(state[2] / state[1], attention)
 
-    _verdict(
-        name, "rescales each part's sums to the larger maximum.", run_cases
-    )
+    success = "rescales each part's sums to the larger maximum."
+    _verdict(name, message(success), run_cases)
 
 
 # ------------------------------------------------------------ KV cache size
@@ -269,7 +261,7 @@ _GIB_HINT = (
     "return the bytes themselves, not GiB, MiB or GB: divide only to print."
 )
 _BYTES_HINT = (
-    "bytes_per_number is an argument: multiply by it, not by a fixed {}."
+    "bytes_per_number is an argument: multiply by it, not by a fixed {n}."
 )
 
 # (wrong answer from the arguments, hint), None where it does not apply
@@ -301,8 +293,14 @@ _CACHE_MISTAKES = [
         lambda c, a: 8 * c,
         "that is bits: bytes_per_number already counts bytes.",
     ),
-    (lambda c, a: c // a[6] * 4 if a[6] != 4 else None, _BYTES_HINT.format(4)),
-    (lambda c, a: c // a[6] * 2 if a[6] != 2 else None, _BYTES_HINT.format(2)),
+    (
+        lambda c, a: c // a[6] * 4 if a[6] != 4 else None,
+        message(_BYTES_HINT, n=4),
+    ),
+    (
+        lambda c, a: c // a[6] * 2 if a[6] != 2 else None,
+        message(_BYTES_HINT, n=2),
+    ),
     (lambda c, a: c / 2**30, _GIB_HINT),
     (lambda c, a: c / 2**20, _GIB_HINT),
     (lambda c, a: c / 1e9, _GIB_HINT),
@@ -314,10 +312,40 @@ _CACHE_MISTAKES = [
 ]
 
 
+def _cache_mistakes(args, passed) -> list[tuple[int, str]]:
+    """The known mistakes on `args`, but those a case in `passed` ruled out;
+    two that give the same value share it, their hints joined by "Or:"."""
+    want = _cache_bytes(*args)
+    hints: dict = {}
+    for mistake, hint in _CACHE_MISTAKES:
+        if all(
+            mistake(_cache_bytes(*before), before)
+            in (None, _cache_bytes(*before))
+            for before in passed
+        ):
+            value = mistake(want, args)
+            if value is not None and hint not in hints.get(value, []):
+                hints.setdefault(value, []).append(hint)
+    return [(value, " Or: ".join(h)) for value, h in hints.items()]
+
+
+def _as_bytes(got, want):
+    """A float answer as an int where it is one (or right up to round-off)."""
+    if isinstance(got, float) and abs(got - want) <= 1e-9 * want:
+        return want  # right but for the round-off of float arithmetic
+    if isinstance(got, float) and got.is_integer():
+        return int(got)  # shown as 1536000, not 1.536e+06
+    return got
+
+
 def check_kv_cache_size(kv_cache_size: Callable) -> None:
     """Check `kv_cache_size(n_layers, d_model, n_heads, n_kv_heads, length,
     batch, bytes_per_number) -> int` for a decoder-only model."""
     name = "kv_cache_size"
+    shown_text = (
+        "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, length={}, "
+        "batch={}, bytes_per_number={}"
+    )
 
     def run_cases() -> None:
         passed = []  # the cases so far: a mistake that fails one is not it
@@ -327,152 +355,140 @@ def check_kv_cache_size(kv_cache_size: Callable) -> None:
             (12, 768, 12, 12, 1024, 2, 4),
             (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
         ]:
-            got = _call(kv_cache_size, name, *args)
             want = _cache_bytes(*args)
-            if isinstance(got, float) and abs(got - want) <= 1e-9 * want:
-                got = want  # right but for the round-off of float arithmetic
-            elif isinstance(got, float) and got.is_integer():
-                got = int(got)  # shown as 1536000, not 1.536e+06
-            hints: dict = {}  # merged where two mistakes give the same value
-            for mistake, hint in _CACHE_MISTAKES:
-                if all(
-                    mistake(_cache_bytes(*before), before)
-                    in (None, _cache_bytes(*before))
-                    for before in passed
-                ):
-                    value = mistake(want, args)
-                    if value is not None and hint not in hints.get(value, []):
-                        hints.setdefault(value, []).append(hint)
-            mistakes = [(value, " Or: ".join(h)) for value, h in hints.items()]
-            shown = [
-                _Label(
-                    "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, "
-                    "length={}, batch={}, bytes_per_number={}".format(*args)
-                )
-            ]
+            got = _as_bytes(_call(kv_cache_size, name, *args), want)
+            mistakes = _cache_mistakes(args, passed)
+            shown = [label(message(shown_text).format(*args))]
             if (
                 isinstance(got, float)
                 and not got.is_integer()
                 and not any(_same(got, value) for value, _ in mistakes)
             ):
-                _fail(
-                    name,
-                    f"returned {got!r}, not a whole number of bytes; "
-                    f"expected {want}.",
-                    shown,
-                    "d_model // n_heads is the head width d_k, an integer.",
+                problem = (
+                    "returned {got!r}, not a whole number of bytes; expected "
+                    "{want}."
                 )
+                hint = "d_model // n_heads is the head width d_k, an integer."
+                fail(name, problem, shown, hint, got=got, want=want)
             _expect_equal(name, shown, got, want, mistakes)
             passed.append(args)
 
-    _verdict(
-        name,
-        "counts keys and values of every layer, head and token.",
-        run_cases,
-    )
+    success = "counts keys and values of every layer, head and token."
+    _verdict(name, message(success), run_cases)
 
 
 # ------------------------------------------------------------ tensors
 
 
-def _expect_tensor(name: str, inputs, got, shape) -> None:
-    """Reject a list, a NumPy array or a number where a tensor is expected;
-    a tuple or None is left to `_expect_close`, which names it."""
+def _not_a_tensor(got) -> bool:
+    """A list, a NumPy array or a number where a tensor is expected; a tuple
+    or None is left to the comparison, which names it."""
     import torch
 
-    _expect_kind(
-        name,
-        inputs,
-        got,
-        f"a tensor of shape {tuple(shape)}",
-        "keep the result a torch.Tensor: no .tolist(), .numpy() or NumPy "
-        "functions on the way.",
-        accept=(type(None), tuple, torch.Tensor),
-    )
+    return not isinstance(got, (type(None), tuple, torch.Tensor))
 
 
-def _expect_tensor_unchanged(name: str, inputs, given, x, hint) -> None:
-    """Reject a function that changed its input tensor x (values or shape)."""
-    if given.shape != x.shape:
-        _fail(
-            name,
-            f"changed the shape of its input x in place, to "
-            f"{tuple(given.shape)}; leave the caller's tensor as it was.",
-            inputs,
-            "unsqueeze_, squeeze_, resize_ and the like modify x itself: use "
-            "x[:, :, None] or x.unsqueeze(2), which give a new view.",
+_TENSOR = Refusal(
+    _not_a_tensor,
+    "returned {kind}; expected a tensor of shape {shape}.",
+    "keep the result a torch.Tensor: no .tolist(), .numpy() or NumPy "
+    "functions on the way.",
+)
+
+
+def _x_unchanged(hint: str) -> Callable:
+    """The check that the input tensor x (the first) kept its shape and
+    values; `hint` names the in-place writes of the exercise."""
+
+    def check(name: str, shown, given, originals) -> None:
+        x, now = originals[0], given[0]
+        if now.shape != x.shape:
+            problem = (
+                "changed the shape of its input x in place, to {shape}; leave "
+                "the caller's tensor as it was."
+            )
+            hint_shape = (
+                "unsqueeze_, squeeze_, resize_ and the like modify x itself: "
+                "use x[:, :, None] or x.unsqueeze(2), which give a new view."
+            )
+            fail(name, problem, shown, hint_shape, shape=shape_of(now))
+        problem = (
+            "changed its input x in place; return a new tensor and leave x "
+            "as it was."
         )
-    _expect_unchanged(
-        name,
-        inputs,
-        [given],
-        [x],
-        "changed its input x in place; return a new tensor and leave x as "
-        "it was.",
-        hint,
-    )
+        _expect_unchanged(name, shown, [now], [x], problem, hint)
+
+    return check
 
 
 # ------------------------------------------------------------ GQA heads
 
 
-def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
-    """Check `repeat_kv_heads(x, n_rep)`: (B, h_kv, T, d_k) -> (B, h_kv*n_rep, T, d_k)."""
+def _repeat_cases():
     import torch
 
-    name = "repeat_kv_heads"
+    cases = []
+    for B, h_kv, T, d_k, n_rep in [
+        (2, 2, 3, 4, 3),
+        (1, 3, 2, 2, 2),
+        (1, 2, 2, 2, 1),
+    ]:
+        generator = torch.Generator().manual_seed(h_kv)
+        cases.append((torch.randn(B, h_kv, T, d_k, generator=generator), n_rep))
+    return cases
 
-    def run_cases() -> None:
-        for B, h_kv, T, d_k, n_rep in [
-            (2, 2, 3, 4, 3),
-            (1, 3, 2, 2, 2),
-            (1, 2, 2, 2, 1),
-        ]:
-            x = torch.randn(B, h_kv, T, d_k, generator=_torch_generator(h_kv))
-            given = x.clone()
-            got = _call(repeat_kv_heads, name, given, n_rep)
-            shown = [_Label(f"x of shape {(B, h_kv, T, d_k)}"), n_rep]
-            expected = x.repeat_interleave(n_rep, dim=1)
-            _expect_tensor(name, shown, got, expected.shape)
-            _expect_tensor_unchanged(
-                name,
-                shown,
-                given,
-                x,
-                "x[...] = ... and x.mul_() write into the caller's tensor.",
-            )
-            expanded = x[:, :, None].expand(B, h_kv, n_rep, T, d_k)
-            mistakes = [
-                (
-                    x.repeat(1, n_rep, 1, 1),
-                    "x.repeat tiles the heads (0, 1, 0, 1, ...): consecutive "
-                    "query heads form a group, so key/value head 0 must come "
-                    "n_rep times first (0, 0, 0, 1, 1, 1).",
-                ),
-                (
-                    x.repeat_interleave(n_rep, dim=2),
-                    "that repeats the tokens (dim 2): repeat the heads (dim 1).",
-                ),
-                (
-                    x[:, :, :, None]
-                    .expand(B, h_kv, T, n_rep, d_k)
-                    .reshape(B, -1, T, d_k),
-                    "the new axis must come right after the heads, "
-                    "x[:, :, None]: the reshape then merges (h_kv, n_rep) "
-                    "into the heads; after the tokens it mixes tokens and "
-                    "heads.",
-                ),
-                (
-                    expanded,
-                    "the expanded tensor (B, h_kv, n_rep, T, d_k) still needs "
-                    "its reshape to (B, h_kv * n_rep, T, d_k).",
-                ),
-            ]
-            _expect_close(name, shown, got, expected, mistakes)
 
-    _verdict(
-        name, "gives each group of query heads its key/value head.", run_cases
-    )
+def _expanded(x, n_rep: int, after: int):
+    """x with n_rep copies on a new axis after axis `after`."""
+    shape = list(x.shape)
+    shape.insert(after + 1, n_rep)
+    return x.unsqueeze(after + 1).expand(*shape)
+
+
+REPEAT_KV_HEADS = Exercise(
+    name="repeat_kv_heads",
+    success="gives each group of query heads its key/value head.",
+    cases=_repeat_cases,
+    reference=lambda x, n_rep: x.repeat_interleave(n_rep, dim=1),
+    shown=lambda x, n_rep: [
+        label("x of shape {shape}", shape=shape_of(x)),
+        n_rep,
+    ],
+    in_place=_x_unchanged(
+        "x[...] = ... and x.mul_() write into the caller's tensor."
+    ),
+    refusals=[_TENSOR],
+    mistakes=[
+        Mistake(
+            lambda x, n_rep: x.repeat(1, n_rep, 1, 1),
+            "x.repeat tiles the heads (0, 1, 0, 1, ...): consecutive query "
+            "heads form a group, so key/value head 0 must come n_rep times "
+            "first (0, 0, 0, 1, 1, 1).",
+        ),
+        Mistake(
+            lambda x, n_rep: x.repeat_interleave(n_rep, dim=2),
+            "that repeats the tokens (dim 2): repeat the heads (dim 1).",
+        ),
+        Mistake(
+            lambda x, n_rep: _expanded(x, n_rep, 2).reshape(
+                x.size(0), -1, x.size(2), x.size(3)
+            ),
+            "the new axis must come right after the heads, x[:, :, None]: "
+            "the reshape then merges (h_kv, n_rep) into the heads; after the "
+            "tokens it mixes tokens and heads.",
+        ),
+        Mistake(
+            lambda x, n_rep: _expanded(x, n_rep, 1),
+            "the expanded tensor (B, h_kv, n_rep, T, d_k) still needs its "
+            "reshape to (B, h_kv * n_rep, T, d_k).",
+        ),
+    ],
+)
+
+
+def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
+    """Check `repeat_kv_heads(x, n_rep)`: (B, h_kv, T, d_k) -> (B, h_kv*n_rep, T, d_k)."""
+    REPEAT_KV_HEADS(repeat_kv_heads)
 
 
 # ------------------------------------------------------------ RoPE, half split
@@ -497,81 +513,88 @@ def _rope_half(x, positions, base=10000.0, sign=1.0, exponent=2.0, split=True):
     )
 
 
-def check_rope_half(rope_half: Callable) -> None:
-    """Check `rope_half(x, positions)`: RoPE pairing dimension i with i + d/2."""
+def _rope_cases():
     import torch
 
-    name = "rope_half"
+    cases = []
+    for T, d, start in [(4, 8, 0), (3, 6, 5)]:
+        generator = torch.Generator().manual_seed(d)
+        x = torch.randn(T, d, generator=generator, dtype=torch.float64)
+        cases.append((x, torch.arange(start, start + T)))
+    return cases
 
-    def run_cases() -> None:
-        for T, d, start in [(4, 8, 0), (3, 6, 5)]:
-            x = torch.randn(
-                T, d, generator=_torch_generator(d), dtype=torch.float64
-            )
-            positions = torch.arange(start, start + T)
-            given = x.clone()
-            got = _call(rope_half, name, given, positions.clone())
-            shown = [
-                _Label(f"x of shape {(T, d)}"),
-                _Label(f"positions {start} .. {start + T - 1}"),
-            ]
-            expected = _rope_half(x, positions)
-            _expect_tensor(name, shown, got, expected.shape)
-            _expect_tensor_unchanged(
-                name,
-                shown,
-                given,
-                x,
-                "x[:, :d//2] = ... writes into x (and into x1, a view of it, "
-                "before x2's half is computed): build the result with "
-                "torch.cat.",
-            )
-            arange = torch.arange(T)
-            mistakes = [
-                (
-                    _rope_half(x, positions, split=False),
-                    "those are the chapter's pairs (2i, 2i + 1); here "
-                    "dimension i pairs with i + d/2.",
-                ),
-                (
-                    _rope_half(x, positions, sign=-1.0),
-                    "the rotation goes the other way: the first half gets "
-                    "x1 cos - x2 sin, the second x2 cos + x1 sin.",
-                ),
-                (
-                    _rope_half(x, positions, exponent=1.0),
-                    "theta_i = base ** (-2 i / d) for i = 0 .. d/2 - 1 (the "
-                    "factor 2 of chapter 2).",
-                ),
-                (
-                    _rope_half(x, positions, exponent=-2.0),
-                    "theta_i = base ** (-2 i / d) shrinks with i: mind the "
-                    "minus sign of the exponent.",
-                ),
-                (
-                    _rope_half(x, arange),
-                    f"rotate by the positions given ({start} .. "
-                    f"{start + T - 1} here), not by torch.arange(T).",
-                ),
-                (
-                    _rope_half(x, positions + 1),
-                    "the positions are off by one: the angle is p theta_i "
-                    "with p as given (position 0 is not rotated).",
-                ),
-                (
-                    _rope_half(x, positions - 1),
-                    "the positions are off by one: the angle is p theta_i "
-                    "with p as given (position 0 is not rotated).",
-                ),
-                (
-                    expected.roll(d // 2, dims=-1),
-                    "the halves of the output are swapped: first "
-                    "x1 cos - x2 sin, then x2 cos + x1 sin.",
-                ),
-            ]
-            _expect_close(name, shown, got, expected, mistakes)
 
-    _verdict(name, "rotates dimension i with dimension i + d/2.", run_cases)
+def _rope_variant(**changes) -> Callable:
+    return lambda x, positions: _rope_half(x, positions, **changes)
+
+
+_OFF_BY_ONE = (
+    "the positions are off by one: the angle is p theta_i with p as given "
+    "(position 0 is not rotated)."
+)
+
+ROPE_HALF = Exercise(
+    name="rope_half",
+    success="rotates dimension i with dimension i + d/2.",
+    cases=_rope_cases,
+    reference=_rope_half,
+    shown=lambda x, positions: [
+        label("x of shape {shape}", shape=shape_of(x)),
+        label(
+            "positions {first} .. {last}",
+            first=int(positions[0]),
+            last=int(positions[-1]),
+        ),
+    ],
+    in_place=_x_unchanged(
+        "x[:, :d//2] = ... writes into x (and into x1, a view of it, before "
+        "x2's half is computed): build the result with torch.cat."
+    ),
+    refusals=[_TENSOR],
+    mistakes=[
+        Mistake(
+            _rope_variant(split=False),
+            "those are the chapter's pairs (2i, 2i + 1); here dimension i "
+            "pairs with i + d/2.",
+        ),
+        Mistake(
+            _rope_variant(sign=-1.0),
+            "the rotation goes the other way: the first half gets x1 cos - x2 "
+            "sin, the second x2 cos + x1 sin.",
+        ),
+        Mistake(
+            _rope_variant(exponent=1.0),
+            "theta_i = base ** (-2 i / d) for i = 0 .. d/2 - 1 (the factor 2 "
+            "of chapter 2).",
+        ),
+        Mistake(
+            _rope_variant(exponent=-2.0),
+            "theta_i = base ** (-2 i / d) shrinks with i: mind the minus sign "
+            "of the exponent.",
+        ),
+        Mistake(
+            lambda x, positions: _rope_half(x, positions - positions[0]),
+            "rotate by the positions given ({first} .. {last} here), not by "
+            "torch.arange(T).",
+            fields=lambda x, positions: {
+                "first": int(positions[0]),
+                "last": int(positions[-1]),
+            },
+        ),
+        Mistake(lambda x, p: _rope_half(x, p + 1), _OFF_BY_ONE),
+        Mistake(lambda x, p: _rope_half(x, p - 1), _OFF_BY_ONE),
+        Mistake(
+            lambda x, p: _rope_half(x, p).roll(x.size(-1) // 2, dims=-1),
+            "the halves of the output are swapped: first x1 cos - x2 sin, "
+            "then x2 cos + x1 sin.",
+        ),
+    ],
+)
+
+
+def check_rope_half(rope_half: Callable) -> None:
+    """Check `rope_half(x, positions)`: RoPE pairing dimension i with i + d/2."""
+    ROPE_HALF(rope_half)
 
 
 # ------------------------------------------------------- sliding-window mask
@@ -614,76 +637,82 @@ _WINDOW_HINTS = {
 }
 
 
+def _judge_mask(name, shown, got, expected, n_new, length, window) -> None:
+    """The shape and dtype, then the first row that differs, with the hint
+    of the known wrong mask that `got` is, if any."""
+    import torch
+
+    if got.shape != expected.shape:
+        problem = (
+            "returned a tensor of shape {got}; expected {shape}: one row per "
+            "new token, one column per key, cached and new."
+        )
+        fail(name, problem, shown, got=shape_of(got), shape=shape_of(expected))
+    if got.dtype != torch.bool:
+        hint = (
+            "F.scaled_dot_product_attention adds a float mask to the scores "
+            "instead of reading it as allowed/not allowed: return booleans, "
+            "True = may attend."
+            if got.is_floating_point()
+            else "PyTorch reads only torch.bool as allowed/not allowed: return "
+            "booleans (a comparison gives them), not 0 and 1."
+        )
+        problem = "returned a {dtype} tensor; expected torch.bool."
+        fail(name, problem, shown, hint, dtype=got.dtype)
+    if torch.equal(got, expected):
+        return
+    masks = _window_masks(n_new, length, window)
+    hint = next(
+        (
+            _WINDOW_HINTS[wrong]
+            for wrong, mask in masks.items()
+            if wrong != "right" and torch.equal(got, mask)
+        ),
+        None,
+    )
+    row = next(i for i in range(n_new) if not torch.equal(got[i], expected[i]))
+    problem = (
+        "new token {row} (position {position}) may attend to keys {seen}; "
+        "expected {right}."
+    )
+    fields = {"row": row, "position": length + row}
+    fields["seen"] = got[row].nonzero().flatten().tolist()
+    fields["right"] = expected[row].nonzero().flatten().tolist()
+    fail(name, problem, shown, hint, **fields)
+
+
+def _is_tensor_of_any_kind(got) -> bool:
+    import torch
+
+    return isinstance(got, torch.Tensor)
+
+
+CACHED_WINDOW_MASK = Exercise(
+    name="cached_window_mask",
+    success="lets each token see itself and window - 1 before it.",
+    cases=[(4, 5, 3), (1, 7, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)],
+    reference=lambda *args: _window_masks(*args)["right"],
+    shown=lambda n_new, length, window: [
+        label(
+            "n_new={n_new}, length={length}, window={window}",
+            n_new=n_new,
+            length=length,
+            window=window,
+        )
+    ],
+    refusals=[
+        Refusal(
+            lambda got: not _is_tensor_of_any_kind(got),
+            "returned {kind}; expected a bool tensor of shape {shape}.",
+            _TENSOR.hint,
+        )
+    ],
+    compare=_judge_mask,
+)
+
+
 def check_cached_window_mask(cached_window_mask: Callable) -> None:
     """Check `cached_window_mask(n_new, length, window)` -> (n_new, length +
     n_new) bool tensor: new token j (position length + j) may attend to the
     keys at positions length + j - window + 1 .. length + j."""
-    import torch
-
-    name = "cached_window_mask"
-
-    def run_cases() -> None:
-        for args in [(4, 5, 3), (1, 7, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)]:
-            n_new, length, window = args
-            got = _call(cached_window_mask, name, *args)
-            masks = _window_masks(*args)
-            expected = masks["right"]
-            shown = [_Label(f"n_new={n_new}, length={length}, window={window}")]
-            _expect_kind(
-                name,
-                shown,
-                got,
-                f"a bool tensor of shape {tuple(expected.shape)}",
-                "keep the result a torch.Tensor: no .tolist(), .numpy() or "
-                "NumPy functions on the way.",
-                accept=torch.Tensor,
-            )
-            if got.shape != expected.shape:
-                _fail(
-                    name,
-                    f"returned a tensor of shape {tuple(got.shape)}; expected "
-                    f"{tuple(expected.shape)}: one row per new token, one "
-                    "column per key, cached and new.",
-                    shown,
-                )
-            if got.dtype != torch.bool:
-                _fail(
-                    name,
-                    f"returned a {got.dtype} tensor; expected torch.bool.",
-                    shown,
-                    "F.scaled_dot_product_attention adds a float mask to the "
-                    "scores instead of reading it as allowed/not allowed: "
-                    "return booleans, True = may attend."
-                    if got.is_floating_point()
-                    else "PyTorch reads only torch.bool as allowed/not "
-                    "allowed: return booleans (a comparison gives them), not "
-                    "0 and 1.",
-                )
-            if torch.equal(got, expected):
-                continue
-            hint = next(
-                (
-                    _WINDOW_HINTS[wrong]
-                    for wrong, mask in masks.items()
-                    if wrong != "right" and torch.equal(got, mask)
-                ),
-                None,
-            )
-            row = next(
-                i for i in range(n_new) if not torch.equal(got[i], expected[i])
-            )
-            seen = got[row].nonzero().flatten().tolist()
-            right = expected[row].nonzero().flatten().tolist()
-            _fail(
-                name,
-                f"new token {row} (position {length + row}) may attend to "
-                f"keys {seen}; expected {right}.",
-                shown,
-                hint,
-            )
-
-    _verdict(
-        name,
-        "lets each token see itself and window - 1 before it.",
-        run_cases,
-    )
+    CACHED_WINDOW_MASK(cached_window_mask)
