@@ -1,7 +1,8 @@
 """The book on one GPU, in one prepared run of about 8 minutes (issue 39).
 
     python benchmarks/gpu_run.py [--out DIR] [--wheels .whl] [--commit HASH]
-        [--budget 480] [--parts ...] [--translator [--translator-args "..."]]
+        [--budget 510] [--parts ...] [--train-batch 192 128]
+        [--translator [--translator-args="--updates 3000 ..."]]
     python benchmarks/gpu_run.py --device cpu --tiny --out DIR  # the dry run
     python benchmarks/gpu_run.py --unpack DIR [--into benchmarks/results]
 
@@ -20,17 +21,21 @@ with its error, and the next one runs. In this order:
    our model, tried, and whether it paid; the SDPA backend and attention
    kernels of a step (PyTorch's profiler); whether a step syncs with the host
    (torch.cuda.set_sync_debug_mode("error") around one step).
-2. kv_cache, gqa_repeat, fused_attention: those benchmarks on the GPU,
-   medians of 7 with the spread and the kernels that ran.
-3. fp16: the path Colab's T4 takes, `fit` with TrainConfig(precision="fp16")
+2. nbval: every chapter (book/NN_*.ipynb) under nbval with the repository's
+   settings (pyproject.toml: the same sanitising as on a CPU), ten kernels at
+   a time, the longest chapters first; each chapter's outcome and its failing
+   cells.
+3. kv_cache, fused_attention, gqa_repeat: those benchmarks on the GPU,
+   medians of 5 (kv_cache) or 7 runs with the spread, and the kernels that
+   ran (PyTorch's profiler).
+4. fp16: the path Colab's T4 takes, `fit` with TrainConfig(precision="fp16")
    and its GradScaler, a few updates of the base model; the losses must stay
    finite.
-4. nbval: every chapter (book/NN_*.ipynb) under nbval with the repository's
-   settings (pyproject.toml: the same sanitising as on a CPU), ten kernels at
-   a time; each chapter's outcome and its failing cells.
 5. translator (only with --translator): benchmarks/train_gettext.py --device
    cuda, its weights written to the results folder; --translator-args are
-   passed on to it (they come last, so they win).
+   passed on to it (they come last, so they win). It does not fit in the
+   default budget beside the rest: run it alone (--parts translator
+   --translator) or raise --budget and the call's timeout.
 
 Results in --out (default $OUT): gpu_run.json (every part, each with the
 device, torch, CUDA, date and commit), gpu_run.md (the tables), gpu_run.log
@@ -38,8 +43,9 @@ device, torch, CUDA, date and commit), gpu_run.md (the tables), gpu_run.log
 files the device tool brings back. The benchmarks' own files (kv_cache_cuda.*,
 gqa_repeat_cuda.*, fused_attention_cuda.*) travel inside gpu_run.json;
 --unpack writes them, gpu_run.json and gpu_run.md to benchmarks/results/.
---device cpu --tiny runs every part at toy sizes in seconds (tests/
-test_gpu_run.py), with nbval on two probe notebooks, one made to fail.
+--device cpu --tiny runs every part at toy sizes, each in seconds once its
+process has imported torch (tests/test_gpu_run.py), with nbval on two probe
+notebooks, one made to fail.
 
 On a lent GPU machine (the device tool: Python 3.12, torch 2.11, no package
 registry):
@@ -401,6 +407,8 @@ def training_part(args, sizes, save) -> dict:
     from transformer_course.transformer import Transformer, TransformerConfig
 
     device, s = args.device, sizes
+    if args.train_batch:
+        s = {**s, "batch": args.train_batch[0], "length": args.train_batch[1]}
     torch.manual_seed(0)
     config = TransformerConfig(vocab_size=s["vocab"], **s["model"])
     ours = Transformer(config).to(device).train()
@@ -842,10 +850,12 @@ def run_parts(args, out: Path, env, log) -> dict:
                 "--part", part, "--part-out", str(part_out),
                 "--part-timeout", str(round(limit)),
                 "--device", args.device, "--out", str(out),
-                "--translator-args", args.translator_args,
+                f"--translator-args={args.translator_args}",
                 "--commit", args.commit or "",
                 *(["--tiny"] if args.tiny else []),
                 *(["--chapters", *args.chapters] if args.chapters else []),
+                *(["--train-batch", *map(str, args.train_batch)]
+                  if args.train_batch else []),
             ]  # fmt: skip
             start = time.perf_counter()
             code, output = run_command(command, limit, env=env)
@@ -876,7 +886,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tiny", action="store_true", help="toy sizes")
     parser.add_argument("--out", help="the results folder (default: $OUT)")
     parser.add_argument(
-        "--budget", type=float, help="seconds for all parts (480; --tiny 600)"
+        "--budget", type=float, help="seconds for all parts (510; --tiny 600)"
     )
     parser.add_argument(
         "--parts", nargs="+", choices=PARTS, default=list(PARTS)
@@ -885,7 +895,18 @@ def main(argv=None) -> int:
     parser.add_argument("--wheels", type=Path, help="install these first")
     parser.add_argument("--commit", help="the commit that runs (default HEAD)")
     parser.add_argument("--translator", action="store_true")
-    parser.add_argument("--translator-args", default="")
+    parser.add_argument(
+        "--translator-args",
+        default="",
+        help='for train_gettext.py, one string: --translator-args="..."',
+    )
+    parser.add_argument(
+        "--train-batch",
+        nargs=2,
+        type=int,
+        metavar=("SENTENCES", "TOKENS"),
+        help="the training part's batch (default 192 128; --tiny 2 8)",
+    )
     parser.add_argument("--unpack", type=Path, help="a results folder")
     parser.add_argument(
         "--into", type=Path, default=ROOT / "benchmarks" / "results"
@@ -906,8 +927,12 @@ def main(argv=None) -> int:
         parser.error("give --out DIR (or set $OUT)")
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.chapters:  # the parts run from the repository's root
+        args.chapters = [str(Path(path).resolve()) for path in args.chapters]
+    if args.train_batch and min(args.train_batch) < 1:
+        parser.error("--train-batch takes two positive numbers")
     if args.budget is None:
-        args.budget = 600 if args.tiny else 480
+        args.budget = 600 if args.tiny else 510
     args.commit = args.commit or git_commit()
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="gpu_run_"))

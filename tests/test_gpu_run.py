@@ -287,3 +287,33 @@ def test_gensim_test_data_the_chapters_read_is_kept():
         "questions-words.txt",
         "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2",
     } <= kept
+
+
+def test_translator_hook_passes_its_arguments_on(tmp_path, monkeypatch):
+    import argparse
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import train_gettext
+
+    seen = []
+
+    def fake_main(argv):
+        seen.append(argv)
+        print("3 updates in 0.1 min, best dev loss 1.234")
+
+    monkeypatch.setattr(train_gettext, "main", fake_main)
+    args = argparse.Namespace(
+        out=str(tmp_path), device="cuda", translator_args="--updates 3"
+    )
+    result = gpu_run.translator_part(args, {}, save=None)
+    (argv,) = seen
+    assert argv[:4] == [
+        "--device",
+        "cuda",
+        "--out",
+        str(tmp_path / "gettext_zh.pt"),
+    ]
+    assert argv[-2:] == ["--updates", "3"]  # last: they win
+    checkpoint = Path(argv[argv.index("--checkpoint") + 1])
+    assert not checkpoint.is_relative_to(ROOT)  # not into the repository
+    assert result["printed"].startswith("3 updates")
