@@ -897,13 +897,15 @@ class Mistake:
 @dataclass(frozen=True)
 class Refusal:
     """An answer refused before it is compared: `test(got)` true fails with
-    `problem` (and `hint`), formatted with `type`, the answer's type, `kind`
-    (`a tensor`, `a NumPy array`, ...) and `shape`, the expected answer's
-    shape."""
+    `problem` and `hint` (or `hint(got, *case)`), formatted with `type`, the
+    answer's type, `kind` (`a tensor`, `a NumPy array`, ...) and `shape`,
+    the expected answer's shape; only on the cases where `on(*case)` holds,
+    if given."""
 
     test: Callable
     problem: str
-    hint: str | None = None
+    hint: str | Callable | None = None
+    on: Callable[..., bool] | None = None
 
 
 def shape_of(value) -> str:
@@ -953,6 +955,7 @@ class Exercise:
     what: str = ""
     agree: Callable | None = None
     explain: Callable | None = None
+    inspect: Callable | None = None
 
     def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
         originals = args[self.shared :]
@@ -967,7 +970,7 @@ class Exercise:
         problem, hint = self.in_place
         _expect_unchanged(self.name, shown, given, originals, problem, hint)
 
-    def _answer(self, fn: Callable, args: tuple):
+    def _answer(self, fn: Callable, args: tuple, first: bool = False):
         """Call `fn` on one case: (its answer, read; the inputs shown; the
         expected answer). Inputs changed and refused answers fail here."""
         given = _copies(*args[self.shared :])
@@ -978,12 +981,18 @@ class Exercise:
         with np.errstate(all="ignore"):
             expected = self.reference(*args)
         for refusal in self.refusals:
+            if refusal.on is not None and not refusal.on(*args):
+                continue
             if refusal.test(got):
+                hint = refusal.hint
+                hint = hint(got, *args) if callable(hint) else hint
                 fields = {"type": type(got).__name__, "kind": _a_kind(got)}
                 fields["shape"] = shape_of(expected)
-                fail(self.name, refusal.problem, shown, refusal.hint, **fields)
+                fail(self.name, refusal.problem, shown, hint, **fields)
         if self.array:
             _expect_array(self.name, shown, got)
+        if first and self.inspect is not None:
+            self.inspect(self.name, fn, shown)
         if self.convert is not None:
             got = self.convert(self.name, shown, got)
         return got, shown, expected
@@ -1014,16 +1023,18 @@ class Exercise:
             lines.append(self.explain(*args))
             raise ExerciseError("\n".join(lines)) from None
 
-    def check_case(self, fn: Callable, args: tuple) -> None:
+    def check_case(self, fn: Callable, args: tuple, first=False) -> None:
         """Call `fn` on one case and raise ExerciseError if it is wrong."""
-        got, shown, expected = self._answer(fn, args)
+        got, shown, expected = self._answer(fn, args, first)
         self._judge(args, got, shown, expected, self._mistakes(args, got))
 
     def _check_together(self, fn: Callable, cases) -> None:
         """Every case called first; then only the mistakes that `agree` with
         the answers of all the cases give their hint, never one that agrees
         with an answer by chance on one input."""
-        answers = [self._answer(fn, args) for args in cases]
+        answers = [
+            self._answer(fn, args, i == 0) for i, args in enumerate(cases)
+        ]
         wrongs = [
             self._mistakes(args, got)
             for args, (got, _, _) in zip(cases, answers, strict=True)
@@ -1047,8 +1058,8 @@ class Exercise:
             if self.agree is not None:
                 self._check_together(fn, list(cases))
                 return
-            for args in cases:
-                self.check_case(fn, args)
+            for i, args in enumerate(cases):
+                self.check_case(fn, args, first=i == 0)
 
         _verdict(self.name, message(self.success), run_cases)
 

@@ -7,16 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transformer_course.exercises._core import (
-    _call,
-    _copies,
-    _expect_array,
-    _expect_close,
-    _expect_unchanged,
-    _fail,
-    _rng,
-    _verdict,
-)
+from transformer_course.exercises._core import Exercise, Mistake, Refusal, fail
 
 __all__ = [
     "check_softmax",
@@ -94,64 +85,82 @@ def _overflow_hint(x: np.ndarray, got) -> str:
     )
 
 
-def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
-    """Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs."""
-    name = "softmax"
-    matrix = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.0, -2.0, 5.0]])
-    cube = np.arange(24, dtype=float).reshape(2, 3, 4) / 5
-    # large scores, a row far below the others, and a row that spans 2000
-    big = np.array(
-        [
-            [1000.0, 999.0, 998.0],
-            [-1000.0, -1001.0, -1000.5],
-            [1000.0, -1000.0, 0.0],
-        ]
+_MATRIX = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.0, -2.0, 5.0]])
+_CUBE = np.arange(24, dtype=float).reshape(2, 3, 4) / 5
+# large scores, a row far below the others, and a row that spans 2000
+_BIG = np.array(
+    [[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1000.5], [1000, -1000, 0.0]]
+)
+
+
+def _on_matrix(variant: Callable) -> Callable:
+    """A mistake of the first case's (the tests call it on copies)."""
+    return lambda x, *a: variant(x) if np.array_equal(x, _MATRIX) else None
+
+
+def _other_axis(other: int) -> Mistake:
+    """The cube normalised along `other`, not along the axis given."""
+    return Mistake(
+        lambda x, *axis: (
+            _softmax(x, other) if axis and axis[0] != other else None
+        ),
+        "with axis={axis} your function normalised axis {other}: use the "
+        "`axis` argument in max and sum.",
+        fields=lambda x, axis: {"axis": axis, "other": other},
     )
 
-    def run_cases() -> None:
-        given = matrix.copy()
-        got = _call(softmax, name, given)
-        _expect_unchanged(name, None, [given], [matrix])
-        _expect_array(name, [matrix], got)
-        mistakes = [
-            (
-                _softmax(matrix, axis=None),
-                "you normalised the whole matrix (softmax without an axis): "
-                "each row must sum to 1.",
-            ),
-            (
-                _softmax(matrix, axis=0),
-                "each column sums to 1: normalise along the last axis (the keys).",
-            ),
-            (_without_keepdims(matrix), KEEPDIMS_HINT),
-            (_without_keepdims(matrix, stable=False), KEEPDIMS_HINT),
-        ]
-        _expect_close(name, [matrix], got, _softmax(matrix), mistakes)
-        for axis in (0, 1):
-            got = _call(softmax, name, cube.copy(), axis)
-            mistakes = [
-                (
-                    _softmax(cube, axis=other),
-                    f"with axis={axis} your function normalised axis "
-                    f"{other % cube.ndim}: use the `axis` argument in max and "
-                    "sum.",
-                )
-                for other in (-1, 0, 1)
-                if other % cube.ndim != axis
-            ]
-            _expect_close(
-                name,
-                [cube, f"axis={axis}"],
-                got,
-                _softmax(cube, axis),
-                mistakes,
-            )
-        with np.errstate(all="ignore"):
-            got = _call(softmax, name, big.copy())
-        _expect_finite(name, [big], got, _overflow_hint(big, got))
-        _expect_close(name, [big], got, _softmax(big))
 
-    _verdict(name, "is stable and normalises along the given axis.", run_cases)
+def _not_finite(got) -> bool:
+    try:
+        values = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        return False  # not numbers at all: the comparison says so
+    return not np.isfinite(values).all()
+
+
+_INF = "returned inf or NaN for large inputs."
+
+SOFTMAX = Exercise(
+    name="softmax",
+    success="is stable and normalises along the given axis.",
+    cases=[(_MATRIX,), (_CUBE, 0), (_CUBE, 1), (_BIG,)],
+    reference=_softmax,
+    shown=lambda x, *axis: [x, *(f"axis={a}" for a in axis)],
+    array=True,
+    quiet=True,
+    refusals=[
+        Refusal(
+            _not_finite,
+            _INF,
+            lambda got, x: _overflow_hint(x, got),
+            on=lambda x, *axis: x is _BIG,
+        )
+    ],
+    mistakes=[
+        Mistake(
+            _on_matrix(lambda x: _softmax(x, axis=None)),
+            "you normalised the whole matrix (softmax without an axis): each "
+            "row must sum to 1.",
+        ),
+        Mistake(
+            _on_matrix(lambda x: _softmax(x, axis=0)),
+            "each column sums to 1: normalise along the last axis (the keys).",
+        ),
+        Mistake(_on_matrix(_without_keepdims), KEEPDIMS_HINT),
+        Mistake(
+            _on_matrix(lambda x: _without_keepdims(x, stable=False)),
+            KEEPDIMS_HINT,
+        ),
+        _other_axis(2),
+        _other_axis(0),
+        _other_axis(1),
+    ],
+)
+
+
+def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
+    """Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs."""
+    SOFTMAX(softmax)
 
 
 # ------------------------------------------------------------- by hand
@@ -216,28 +225,24 @@ def _forbidden_use(fn: Callable) -> str | None:
     return None
 
 
-def _expect_finite(name: str, inputs, got, hint: str) -> None:
-    """Fail with `hint` if the answer holds inf or NaN (an overflowing exp)."""
-    try:
-        values = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        return  # not numbers at all: _expect_close says so
-    if not np.isfinite(values).all():
-        _fail(name, "returned inf or NaN for large inputs.", inputs, hint)
+def _by_hand(task: str) -> Callable:
+    """The check that the learner's function calls no ready-made softmax or
+    attention: `task` is what the exercise asks them to write."""
 
+    def inspect(name: str, fn: Callable, shown) -> None:
+        use = _forbidden_use(fn)
+        if use is not None:
+            problem = (
+                "uses {use}: this exercise asks you to write {task} by hand "
+                "(exp, max, sum and @, in NumPy or PyTorch)."
+            )
+            hint = (
+                "a softmax is two lines: e = np.exp(s - s.max(axis=-1, "
+                "keepdims=True)); e / e.sum(axis=-1, keepdims=True)."
+            )
+            fail(name, problem, shown, hint, use=use, task=task)
 
-def _expect_by_hand(name: str, fn: Callable, task: str, inputs) -> None:
-    """Fail if `fn` calls a ready-made softmax or attention."""
-    use = _forbidden_use(fn)
-    if use is not None:
-        _fail(
-            name,
-            f"uses {use}: this exercise asks you to write {task} by hand "
-            "(exp, max, sum and @, in NumPy or PyTorch).",
-            inputs,
-            "a softmax is two lines: e = np.exp(s - s.max(axis=-1, "
-            "keepdims=True)); e / e.sum(axis=-1, keepdims=True).",
-        )
+    return inspect
 
 
 # ------------------------------------------------------------- attention
@@ -252,7 +257,7 @@ def _attention(q, k, v, scale=None, axis=-1, transpose_scores=False):
 
 
 def _attention_cases():
-    rng = _rng(3)
+    rng = np.random.default_rng(3)
     return [
         # square first: the shape-preserving mistakes show their hint there
         (
@@ -275,88 +280,112 @@ def _attention_cases():
     ]
 
 
+_ATTENTION_CASES = _attention_cases()
+
+
+def _on_square(variant: Callable) -> Callable:
+    """A mistake seen where T_q == T_k (elsewhere its shape tells)."""
+    return lambda q, k, v: variant(q, k, v) if len(q) == len(k) else None
+
+
+def _by_length(which: int) -> Mistake:
+    """The scores divided by sqrt of a number of tokens (of q or of k)."""
+
+    def variant(q, k, v):
+        length = (len(q), len(k))[which]
+        if length == q.shape[-1] or (which == 1 and length == len(q)):
+            return None
+        return _attention(q, k, v, scale=np.sqrt(length))
+
+    return Mistake(
+        variant,
+        "you divided by sqrt({length}), a number of tokens: the scale is "
+        "sqrt(d_k), the width of the queries and keys (q.shape[-1]).",
+        fields=lambda q, k, v: {"length": (len(q), len(k))[which]},
+    )
+
+
+ATTENTION = Exercise(
+    name="attention",
+    success="computes softmax(q k^T / sqrt(d_k)) v by hand.",
+    cases=_ATTENTION_CASES,
+    reference=_attention,
+    array=True,
+    quiet=True,
+    inspect=_by_hand("attention"),
+    refusals=[
+        Refusal(
+            _not_finite,
+            _INF,
+            "exp of large scores overflows: subtract each row's maximum "
+            "before exponentiating; softmax does not change.",
+            on=lambda q, k, v: q is _ATTENTION_CASES[2][0],
+        )
+    ],
+    mistakes=[
+        Mistake(
+            lambda q, k, v: (
+                _attention(q, k, v, scale=np.sqrt(v.shape[-1]))
+                if v.shape[-1] != q.shape[-1]
+                else None
+            ),
+            "you divided by sqrt(d_v): the scale is the square root of d_k, "
+            "the width of the queries and keys (q.shape[-1]).",
+        ),
+        Mistake(
+            lambda q, k, v: _attention(q, k, v, scale=1.0),
+            "the scores are not scaled: divide q k^T by sqrt(d_k).",
+        ),
+        Mistake(
+            lambda q, k, v: _attention(q, k, v, scale=q.shape[-1]),
+            "divide by sqrt(d_k), not by d_k.",
+        ),
+        Mistake(
+            lambda q, k, v: _attention(q, k, v, scale=q.shape[-1] ** 2),
+            "divide by sqrt(d_k), not by d_k ** 2.",
+        ),
+        Mistake(
+            lambda q, k, v: _attention(q, k, v, axis=0),
+            "softmax over the wrong axis: each query's row of weights (over "
+            "the keys) must sum to 1, so use axis=-1.",
+        ),
+        Mistake(
+            lambda q, k, v: _softmax(q @ k.T / np.sqrt(q.shape[-1])),
+            "you returned the weights: multiply them by v.",
+        ),
+        _by_length(0),
+        _by_length(1),
+        Mistake(
+            _on_square(lambda *qkv: _attention(*qkv, transpose_scores=True)),
+            "the scores are transposed (k @ q.T): rows must be queries, "
+            "columns keys.",
+        ),
+        Mistake(
+            _on_square(
+                lambda q, k, v: (
+                    _without_keepdims(q @ k.T / np.sqrt(q.shape[-1])) @ v
+                )
+            ),
+            KEEPDIMS_HINT,
+        ),
+        Mistake(
+            _on_square(
+                lambda q, k, v: (
+                    _without_keepdims(q @ k.T / np.sqrt(q.shape[-1]), False) @ v
+                )
+            ),
+            KEEPDIMS_HINT,
+        ),
+    ],
+)
+
+
 def check_attention(
     attention: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
 ) -> None:
     """Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs,
     T_q != T_k and d_v != d_k allowed, written by hand (no ready-made softmax)."""
-    name = "attention"
-
-    def run_cases() -> None:
-        for number, (q, k, v) in enumerate(_attention_cases()):
-            given = _copies(q, k, v)
-            with np.errstate(all="ignore"):
-                got = _call(attention, name, *given)
-            _expect_unchanged(name, None, given, [q, k, v])
-            _expect_array(name, [q, k, v], got)
-            if number == 0:
-                _expect_by_hand(name, attention, "attention", [q, k, v])
-            d_k, d_v = q.shape[-1], v.shape[-1]
-            scores = q @ k.T / np.sqrt(d_k)
-            weights = _softmax(scores)
-            mistakes = [
-                (
-                    _attention(q, k, v, scale=1.0),
-                    "the scores are not scaled: divide q k^T by sqrt(d_k).",
-                ),
-                (
-                    _attention(q, k, v, scale=d_k),
-                    "divide by sqrt(d_k), not by d_k.",
-                ),
-                (
-                    _attention(q, k, v, scale=d_k**2),
-                    "divide by sqrt(d_k), not by d_k ** 2.",
-                ),
-                (
-                    _attention(q, k, v, axis=0),
-                    "softmax over the wrong axis: each query's row of weights "
-                    "(over the keys) must sum to 1, so use axis=-1.",
-                ),
-                (weights, "you returned the weights: multiply them by v."),
-            ]
-            for length in {q.shape[0], k.shape[0]} - {d_k}:
-                mistakes.append(
-                    (
-                        _attention(q, k, v, scale=np.sqrt(length)),
-                        f"you divided by sqrt({length}), a number of tokens: "
-                        "the scale is sqrt(d_k), the width of the queries and "
-                        "keys (q.shape[-1]).",
-                    )
-                )
-            if d_v != d_k:
-                mistakes.insert(
-                    0,
-                    (
-                        _attention(q, k, v, scale=np.sqrt(d_v)),
-                        "you divided by sqrt(d_v): the scale is the square root "
-                        "of d_k, the width of the queries and keys (q.shape[-1]).",
-                    ),
-                )
-            if q.shape[0] == k.shape[0]:
-                mistakes += [
-                    (
-                        _attention(q, k, v, transpose_scores=True),
-                        "the scores are transposed (k @ q.T): rows must be "
-                        "queries, columns keys.",
-                    ),
-                    (_without_keepdims(scores) @ v, KEEPDIMS_HINT),
-                    (_without_keepdims(scores, False) @ v, KEEPDIMS_HINT),
-                ]
-            if number == 2:
-                _expect_finite(
-                    name,
-                    [q, k, v],
-                    got,
-                    "exp of large scores overflows: subtract each row's maximum "
-                    "before exponentiating; softmax does not change.",
-                )
-            _expect_close(name, [q, k, v], got, _attention(q, k, v), mistakes)
-
-    _verdict(
-        name,
-        "computes softmax(q k^T / sqrt(d_k)) v by hand.",
-        run_cases,
-    )
+    ATTENTION(attention)
 
 
 # ------------------------------------------------------------- additive
@@ -388,86 +417,87 @@ def _additive(
     return _softmax(scores, axis=axis) @ v
 
 
-def check_additive_attention(
-    additive_attention: Callable[..., np.ndarray],
-) -> None:
-    """Check `additive_attention(q, k, v, W_q, W_k, w)`: softmax over the keys of
-    w . tanh(q_i W_q + k_j W_k), times v."""
-    name = "additive_attention"
-    rng = _rng(5)
+def _additive_cases():
+    rng = np.random.default_rng(5)
     cases = []
     for t_q, t_k, d_q, d_k, d_a, d_v in [
         (4, 4, 3, 3, 5, 2),
         (3, 5, 4, 6, 3, 2),
     ]:
+        sizes = [(t_q, d_q), (t_k, d_k), (t_k, d_v), (d_q, d_a), (d_k, d_a)]
         cases.append(
-            (
-                rng.normal(size=(t_q, d_q)),
-                rng.normal(size=(t_k, d_k)),
-                rng.normal(size=(t_k, d_v)),
-                rng.normal(size=(d_q, d_a)),
-                rng.normal(size=(d_k, d_a)),
-                rng.normal(size=d_a) * 2,
-            )
+            (*(rng.normal(size=s) for s in sizes), rng.normal(size=d_a) * 2)
         )
+    return cases
 
-    def run_cases() -> None:
-        for number, case in enumerate(cases):
-            given = _copies(*case)
-            got = _call(additive_attention, name, *given)
-            _expect_unchanged(name, None, given, case)
-            _expect_array(name, list(case), got)
-            q, k, v, W_q, W_k, w = case
-            if number == 0:
-                _expect_by_hand(
-                    name, additive_attention, "additive attention", list(case)
-                )
-            d_a = len(w)
-            mistakes = [
-                (
-                    _additive(*case, tanh=False),
-                    "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j "
-                    "W_k). Without it (or with tanh on q_i W_q alone) the "
-                    "query's term is the same for every key and cancels in "
-                    "the softmax.",
-                ),
-                (
-                    _additive(*case, tanh_last=True),
-                    "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, then take the dot product with w.",
-                ),
-                (
-                    _additive(*case, axis=0),
-                    "softmax over the wrong axis: each query's weights over the keys must sum to 1 (axis=-1).",
-                ),
-                (
-                    _additive(*case, scale=np.sqrt(d_a)),
-                    "additive attention has no 1/sqrt(d) scale: w and the tanh bound the scores already.",
-                ),
-                (
-                    _additive(*case, scale=np.sqrt(k.shape[-1])),
-                    "additive attention has no 1/sqrt(d_k) scale: w and the tanh bound the scores already.",
-                ),
-            ]
-            if q.shape[0] == k.shape[0]:
-                mistakes.append(
-                    (
-                        _additive(*case, swap=True),
-                        "the scores came out (T_k, T_q): put the queries on the first axis, "
-                        "(q @ W_q)[:, None, :] + (k @ W_k)[None, :, :].",
-                    )
-                )
-            _expect_close(name, list(case), got, _additive(*case), mistakes)
 
-    _verdict(name, "scores each key with w . tanh(q W_q + k W_k).", run_cases)
+def _additive_variant(**changes) -> Callable:
+    return lambda *case: _additive(*case, **changes)
+
+
+_NO_SCALE = (
+    "additive attention has no 1/sqrt({d}) scale: w and the tanh bound the "
+    "scores already."
+)
+
+ADDITIVE_ATTENTION = Exercise(
+    name="additive_attention",
+    success="scores each key with w . tanh(q W_q + k W_k).",
+    cases=_additive_cases(),
+    reference=_additive,
+    array=True,
+    inspect=_by_hand("additive attention"),
+    mistakes=[
+        Mistake(
+            _additive_variant(tanh=False),
+            "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j W_k). "
+            "Without it (or with tanh on q_i W_q alone) the query's term is "
+            "the same for every key and cancels in the softmax.",
+        ),
+        Mistake(
+            _additive_variant(tanh_last=True),
+            "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, "
+            "then take the dot product with w.",
+        ),
+        Mistake(
+            _additive_variant(axis=0),
+            "softmax over the wrong axis: each query's weights over the keys "
+            "must sum to 1 (axis=-1).",
+        ),
+        Mistake(
+            lambda *case: _additive(*case, scale=np.sqrt(len(case[5]))),
+            _NO_SCALE.format(d="d"),
+        ),
+        Mistake(
+            lambda *case: _additive(*case, scale=np.sqrt(case[1].shape[-1])),
+            _NO_SCALE.format(d="d_k"),
+        ),
+        Mistake(
+            lambda *case: (
+                _additive(*case, swap=True)
+                if len(case[0]) == len(case[1])
+                else None
+            ),
+            "the scores came out (T_k, T_q): put the queries on the first "
+            "axis, (q @ W_q)[:, None, :] + (k @ W_k)[None, :, :].",
+        ),
+    ],
+)
+
+
+def check_additive_attention(
+    additive_attention: Callable[..., np.ndarray],
+) -> None:
+    """Check `additive_attention(q, k, v, W_q, W_k, w)`: softmax over the keys of
+    w . tanh(q_i W_q + k_j W_k), times v."""
+    ADDITIVE_ATTENTION(additive_attention)
 
 
 # ------------------------------------------------------------- multi-head
 
 
-def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
-    """Check `multi_head(X, W_Q, W_K, W_V, W_O)` with stacked (h, d_model, d_k) weights."""
-    name = "multi_head"
-    rng = _rng(4)
+def _multi_head_cases():
+    rng = np.random.default_rng(4)
     cases = []
     for h, d_model, length in [(2, 6, 4), (3, 6, 5)]:
         d_k = d_model // h
@@ -475,64 +505,64 @@ def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
         W_Q, W_K, W_V = rng.normal(size=(3, h, d_model, d_k))
         W_O = rng.normal(size=(d_model, d_model))
         cases.append((X, W_Q, W_K, W_V, W_O))
+    return cases
 
-    def run_cases() -> None:
-        for X, W_Q, W_K, W_V, W_O in cases:
-            case = (X, W_Q, W_K, W_V, W_O)
-            given = _copies(*case)
-            got = _call(multi_head, name, *given)
-            _expect_unchanged(name, None, given, case)
-            _expect_array(name, list(case), got)
 
-            def heads(scale=None, X=X, W_Q=W_Q, W_K=W_K, W_V=W_V):
-                return np.stack(
-                    [
-                        _attention(X @ wq, X @ wk, X @ wv, scale=scale)
-                        for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
-                    ]
-                )
+def _heads(X, W_Q, W_K, W_V, scale=None) -> np.ndarray:
+    """Every head's attention, (h, T, d_k)."""
+    return np.stack(
+        [
+            _attention(X @ wq, X @ wk, X @ wv, scale=scale)
+            for wq, wk, wv in zip(W_Q, W_K, W_V, strict=True)
+        ]
+    )
 
-            right = heads()  # (h, T, d_k)
-            mistakes = [
-                (
-                    np.concatenate(list(right), axis=-1),
-                    "the output projection W_O is missing (step 8).",
-                ),
-                (
-                    right.reshape(len(X), -1) @ W_O,
-                    "heads.reshape(T, -1) on the (h, T, d_k) array mixes tokens: its "
-                    "row 0 holds head 1's first tokens. Move the head axis first, "
-                    "heads.transpose(1, 0, 2).reshape(T, -1), or concatenate the heads "
-                    "along the last axis.",
-                ),
-                (
-                    np.concatenate(list(right[::-1]), axis=-1) @ W_O,
-                    "the heads are concatenated in reverse order.",
-                ),
-                (
-                    np.concatenate(list(heads(scale=1.0)), axis=-1) @ W_O,
-                    "the scores are not divided by sqrt(d_k).",
-                ),
-                (
-                    np.concatenate(
-                        list(heads(scale=np.sqrt(X.shape[1]))), axis=-1
-                    )
-                    @ W_O,
-                    "divide by sqrt(d_k), the width of one head "
-                    "(W_Q.shape[-1]), not by sqrt(d_model).",
-                ),
-                (
-                    np.concatenate(list(right), axis=-1) @ W_O.T,
-                    "W_O is transposed: the concatenated heads (T, d_model) times W_O.",
-                ),
-            ]
-            shown = [X, W_Q, W_K, W_V, W_O]
-            _expect_close(
-                name,
-                shown,
-                got,
-                np.concatenate(list(right), axis=-1) @ W_O,
-                mistakes,
-            )
 
-    _verdict(name, "computes multi-head attention.", run_cases)
+def _joined(heads: np.ndarray) -> np.ndarray:
+    return np.concatenate(list(heads), axis=-1)  # (T, h * d_k)
+
+
+MULTI_HEAD = Exercise(
+    name="multi_head",
+    success="computes multi-head attention.",
+    cases=_multi_head_cases(),
+    reference=lambda X, *W: _joined(_heads(X, *W[:3])) @ W[3],
+    array=True,
+    mistakes=[
+        Mistake(
+            lambda X, *W: _joined(_heads(X, *W[:3])),
+            "the output projection W_O is missing (step 8).",
+        ),
+        Mistake(
+            lambda X, *W: _heads(X, *W[:3]).reshape(len(X), -1) @ W[3],
+            "heads.reshape(T, -1) on the (h, T, d_k) array mixes tokens: its "
+            "row 0 holds head 1's first tokens. Move the head axis first, "
+            "heads.transpose(1, 0, 2).reshape(T, -1), or concatenate the "
+            "heads along the last axis.",
+        ),
+        Mistake(
+            lambda X, *W: _joined(_heads(X, *W[:3])[::-1]) @ W[3],
+            "the heads are concatenated in reverse order.",
+        ),
+        Mistake(
+            lambda X, *W: _joined(_heads(X, *W[:3], scale=1.0)) @ W[3],
+            "the scores are not divided by sqrt(d_k).",
+        ),
+        Mistake(
+            lambda X, *W: (
+                _joined(_heads(X, *W[:3], scale=np.sqrt(X.shape[1]))) @ W[3]
+            ),
+            "divide by sqrt(d_k), the width of one head (W_Q.shape[-1]), not "
+            "by sqrt(d_model).",
+        ),
+        Mistake(
+            lambda X, *W: _joined(_heads(X, *W[:3])) @ W[3].T,
+            "W_O is transposed: the concatenated heads (T, d_model) times W_O.",
+        ),
+    ],
+)
+
+
+def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
+    """Check `multi_head(X, W_Q, W_K, W_V, W_O)` with stacked (h, d_model, d_k) weights."""
+    MULTI_HEAD(multi_head)
