@@ -8,17 +8,32 @@ from exercise_helpers import (
     assert_every_checker_accepted,
     assert_random_state_untouched,
     assert_rejected,
+    known_mistakes,
 )
 
 from transformer_course import causal_mask, scaled_dot_product_attention
 from transformer_course.exercises import ch04
 from transformer_course.exercises.ch04 import (
+    ADDITIVE_MASK,
+    CAUSAL_MASK,
+    DECODER_MASK,
+    SLIDING_WINDOW_MASK,
     check_additive_mask,
     check_causal_mask,
     check_decoder_mask,
     check_future_leaks,
     check_sliding_window_mask,
 )
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong_answer", "hint"),
+    known_mistakes(
+        CAUSAL_MASK, ADDITIVE_MASK, SLIDING_WINDOW_MASK, DECODER_MASK
+    ),
+)
+def test_every_known_mistake_is_caught_with_its_hint(check, wrong_answer, hint):
+    assert_rejected(check, wrong_answer, hint)
 
 
 def _ones(n):

@@ -899,13 +899,14 @@ class Refusal:
     """An answer refused before it is compared: `test(got)` true fails with
     `problem` and `hint` (or `hint(got, *case)`), formatted with `type`, the
     answer's type, `kind` (`a tensor`, `a NumPy array`, ...) and `shape`,
-    the expected answer's shape; only on the cases where `on(*case)` holds,
-    if given."""
+    the expected answer's shape, and `fields(got)`; only on the cases where
+    `on(*case)` holds, if given."""
 
     test: Callable
     problem: str
     hint: str | Callable | None = None
     on: Callable[..., bool] | None = None
+    fields: Callable[..., dict] | None = None
 
 
 def shape_of(value) -> str:
@@ -956,6 +957,7 @@ class Exercise:
     agree: Callable | None = None
     explain: Callable | None = None
     inspect: Callable | None = None
+    doc: str = ""
 
     def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
         originals = args[self.shared :]
@@ -988,6 +990,7 @@ class Exercise:
                 hint = hint(got, *args) if callable(hint) else hint
                 fields = {"type": type(got).__name__, "kind": _a_kind(got)}
                 fields["shape"] = shape_of(expected)
+                fields.update(refusal.fields(got) if refusal.fields else {})
                 fail(self.name, refusal.problem, shown, hint, **fields)
         if self.array:
             _expect_array(self.name, shown, got)
@@ -1062,6 +1065,17 @@ class Exercise:
                 self.check_case(fn, args, first=i == 0)
 
         _verdict(self.name, message(self.success), run_cases)
+
+    def checker(self) -> Callable[[Callable], None]:
+        """The public `check_<name>(fn)` of this exercise, `doc` its help."""
+
+        def check(fn: Callable) -> None:
+            self(fn)
+
+        check.__name__ = check.__qualname__ = f"check_{self.name}"
+        check.__doc__ = self.doc
+        check.__module__ = sys._getframe(1).f_globals["__name__"]
+        return check
 
 
 _nothing = contextlib.nullcontext

@@ -29,6 +29,7 @@ def _square(variant: Callable) -> Callable:
 ROW_NORMALISE = Exercise(
     name="row_normalise",
     success="divides every row by its own sum.",
+    doc="""Check `row_normalise(matrix)`: every row divided by its own sum.""",
     cases=[
         (np.array([[1.0, 3.0, 0.0], [2.0, 2.0, 4.0], [0.0, 1.0, 9.0]]),),
         (np.array([[1.0, 1.0, 2.0, 4.0], [5.0, 0.0, 3.0, 2.0]]),),
@@ -58,11 +59,7 @@ ROW_NORMALISE = Exercise(
 )
 
 
-def check_row_normalise(
-    row_normalise: Callable[[np.ndarray], np.ndarray],
-) -> None:
-    """Check `row_normalise(matrix)`: every row divided by its own sum."""
-    ROW_NORMALISE(row_normalise)
+check_row_normalise = ROW_NORMALISE.checker()
 
 
 def _logsumexp(x: np.ndarray) -> np.ndarray:
@@ -82,6 +79,8 @@ def _shifted(x: np.ndarray, shift: np.ndarray) -> np.ndarray:
 LOGSUMEXP = Exercise(
     name="logsumexp",
     success="is exact and never overflows.",
+    doc="""Check `logsumexp(x)`: log(sum(exp(x))) of every row, shape (n,), for
+    rows of any size (no overflow, no log(0)).""",
     cases=[
         (np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0], [-1.0, 0.0, 3.0]]),),
         (np.array([[1000.0, 1000.0, 999.0], [2.0, 1.0, 0.5], [-5, 0, 1.0]]),),
@@ -148,10 +147,7 @@ LOGSUMEXP = Exercise(
 )
 
 
-def check_logsumexp(logsumexp: Callable[[np.ndarray], np.ndarray]) -> None:
-    """Check `logsumexp(x)`: log(sum(exp(x))) of every row, shape (n,), for
-    rows of any size (no overflow, no log(0))."""
-    LOGSUMEXP(logsumexp)
+check_logsumexp = LOGSUMEXP.checker()
 
 
 def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -200,6 +196,9 @@ _MASK_ON_LAST_AXES = (
 MASKED_MEAN = Exercise(
     name="masked_mean",
     success="averages the real tokens only.",
+    doc="""Check `masked_mean(values, mask)`: for values (B, T, d) and a boolean
+    mask (B, T), True = a real token, the mean of each sequence's real
+    tokens, shape (B, d); zeros for a sequence with no real token.""",
     cases=[
         # B = T = d = 3, so that a mask broadcast the wrong way raises
         # nothing; the last sequence is all padding
@@ -264,10 +263,4 @@ MASKED_MEAN = Exercise(
 )
 
 
-def check_masked_mean(
-    masked_mean: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> None:
-    """Check `masked_mean(values, mask)`: for values (B, T, d) and a boolean
-    mask (B, T), True = a real token, the mean of each sequence's real
-    tokens, shape (B, d); zeros for a sequence with no real token."""
-    MASKED_MEAN(masked_mean)
+check_masked_mean = MASKED_MEAN.checker()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
 
@@ -61,6 +60,10 @@ def _pairs(d_model: int) -> np.ndarray:
 POSITIONAL_ENCODING = Exercise(
     name="positional_encoding",
     success="matches the formula of the paper.",
+    doc="""Check `positional_encoding(seq_len, d_model)` against the paper's formula.
+
+    Base 10000; NumPy or PyTorch, float64 or float32.
+    """,
     cases=[(6, 8), (50, 64), (20, 512)],
     reference=_encoding,
     array=True,
@@ -117,14 +120,7 @@ POSITIONAL_ENCODING = Exercise(
 )
 
 
-def check_positional_encoding(
-    positional_encoding: Callable[[int, int], np.ndarray],
-) -> None:
-    """Check `positional_encoding(seq_len, d_model)` against the paper's formula.
-
-    Base 10000; NumPy or PyTorch, float64 or float32.
-    """
-    POSITIONAL_ENCODING(positional_encoding)
+check_positional_encoding = POSITIONAL_ENCODING.checker()
 
 
 def _table(seq_len: int, d_model: int, base: float, sines_only: bool):
@@ -171,6 +167,9 @@ _WRONG_SHIFT = (
 FIT_SHIFT_MATRIX = Exercise(
     name="fit_shift_matrix",
     success="finds the least-squares shift matrix.",
+    doc="""Check `fit_shift_matrix(encoding, k)`: the least-squares M with
+    encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.
+    """,
     cases=[
         (_table(64, 8, 100.0, False), 3),
         (_table(80, 12, 100.0, False), 1),
@@ -209,13 +208,7 @@ FIT_SHIFT_MATRIX = Exercise(
 )
 
 
-def check_fit_shift_matrix(
-    fit_shift_matrix: Callable[[np.ndarray, int], np.ndarray],
-) -> None:
-    """Check `fit_shift_matrix(encoding, k)`: the least-squares M with
-    encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.
-    """
-    FIT_SHIFT_MATRIX(fit_shift_matrix)
+check_fit_shift_matrix = FIT_SHIFT_MATRIX.checker()
 
 
 def _rotate(x, angle: float, sign: float = 1.0) -> np.ndarray:
@@ -226,6 +219,8 @@ def _rotate(x, angle: float, sign: float = 1.0) -> np.ndarray:
 ROTATE_PAIR = Exercise(
     name="rotate_pair",
     success="rotates by pos * theta, as RoPE does.",
+    doc="""Check `rotate_pair(x, pos, theta)`: x = (x0, x1) rotated
+    counterclockwise by pos * theta (RoPE on one pair of dimensions).""",
     cases=[
         (np.array([1.0, 0.0]), 1, np.pi / 2),
         (np.array([0.3, -1.2]), 3, 0.1),
@@ -269,9 +264,4 @@ ROTATE_PAIR = Exercise(
 )
 
 
-def check_rotate_pair(
-    rotate_pair: Callable[[np.ndarray, int, float], np.ndarray],
-) -> None:
-    """Check `rotate_pair(x, pos, theta)`: x = (x0, x1) rotated
-    counterclockwise by pos * theta (RoPE on one pair of dimensions)."""
-    ROTATE_PAIR(rotate_pair)
+check_rotate_pair = ROTATE_PAIR.checker()

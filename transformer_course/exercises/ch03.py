@@ -123,6 +123,7 @@ _INF = "returned inf or NaN for large inputs."
 SOFTMAX = Exercise(
     name="softmax",
     success="is stable and normalises along the given axis.",
+    doc="""Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs.""",
     cases=[(_MATRIX,), (_CUBE, 0), (_CUBE, 1), (_BIG,)],
     reference=_softmax,
     shown=lambda x, *axis: [x, *(f"axis={a}" for a in axis)],
@@ -158,9 +159,7 @@ SOFTMAX = Exercise(
 )
 
 
-def check_softmax(softmax: Callable[..., np.ndarray]) -> None:
-    """Check `softmax(x, axis=-1)`: normalises along `axis` only, finite for large inputs."""
-    SOFTMAX(softmax)
+check_softmax = SOFTMAX.checker()
 
 
 # ------------------------------------------------------------- by hand
@@ -308,6 +307,8 @@ def _by_length(which: int) -> Mistake:
 ATTENTION = Exercise(
     name="attention",
     success="computes softmax(q k^T / sqrt(d_k)) v by hand.",
+    doc="""Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs,
+    T_q != T_k and d_v != d_k allowed, written by hand (no ready-made softmax).""",
     cases=_ATTENTION_CASES,
     reference=_attention,
     array=True,
@@ -380,12 +381,7 @@ ATTENTION = Exercise(
 )
 
 
-def check_attention(
-    attention: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
-) -> None:
-    """Check `attention(q, k, v)` = softmax(q k^T / sqrt(d_k)) v on 2-D inputs,
-    T_q != T_k and d_v != d_k allowed, written by hand (no ready-made softmax)."""
-    ATTENTION(attention)
+check_attention = ATTENTION.checker()
 
 
 # ------------------------------------------------------------- additive
@@ -443,6 +439,8 @@ _NO_SCALE = (
 ADDITIVE_ATTENTION = Exercise(
     name="additive_attention",
     success="scores each key with w . tanh(q W_q + k W_k).",
+    doc="""Check `additive_attention(q, k, v, W_q, W_k, w)`: softmax over the keys of
+    w . tanh(q_i W_q + k_j W_k), times v.""",
     cases=_additive_cases(),
     reference=_additive,
     array=True,
@@ -485,12 +483,7 @@ ADDITIVE_ATTENTION = Exercise(
 )
 
 
-def check_additive_attention(
-    additive_attention: Callable[..., np.ndarray],
-) -> None:
-    """Check `additive_attention(q, k, v, W_q, W_k, w)`: softmax over the keys of
-    w . tanh(q_i W_q + k_j W_k), times v."""
-    ADDITIVE_ATTENTION(additive_attention)
+check_additive_attention = ADDITIVE_ATTENTION.checker()
 
 
 # ------------------------------------------------------------- multi-head
@@ -525,6 +518,7 @@ def _joined(heads: np.ndarray) -> np.ndarray:
 MULTI_HEAD = Exercise(
     name="multi_head",
     success="computes multi-head attention.",
+    doc="""Check `multi_head(X, W_Q, W_K, W_V, W_O)` with stacked (h, d_model, d_k) weights.""",
     cases=_multi_head_cases(),
     reference=lambda X, *W: _joined(_heads(X, *W[:3])) @ W[3],
     array=True,
@@ -563,6 +557,4 @@ MULTI_HEAD = Exercise(
 )
 
 
-def check_multi_head(multi_head: Callable[..., np.ndarray]) -> None:
-    """Check `multi_head(X, W_Q, W_K, W_V, W_O)` with stacked (h, d_model, d_k) weights."""
-    MULTI_HEAD(multi_head)
+check_multi_head = MULTI_HEAD.checker()

@@ -152,6 +152,7 @@ _KEYS_VALUES_FROM_DECODER = (
 DECODER_LAYER_FORWARD = Exercise(
     name="decoder_layer_forward",
     success="reads the source through the memory.",
+    doc="""Check `decoder_layer_forward(layer, x, memory, src_mask)`.""",
     cases=_decoder_cases,
     reference=_no_grad(lambda layer, *inputs: layer(*inputs)),
     shared=1,
@@ -228,9 +229,7 @@ DECODER_LAYER_FORWARD = Exercise(
 )
 
 
-def check_decoder_layer_forward(decoder_layer_forward: Callable) -> None:
-    """Check `decoder_layer_forward(layer, x, memory, src_mask)`."""
-    DECODER_LAYER_FORWARD(decoder_layer_forward)
+check_decoder_layer_forward = DECODER_LAYER_FORWARD.checker()
 
 
 def _as_id_lists(name: str, shown, got):
@@ -264,6 +263,7 @@ def _as_id_lists(name: str, shown, got):
 TEACHER_FORCING = Exercise(
     name="teacher_forcing",
     success="frames the sentence for teacher forcing.",
+    doc="""Check `teacher_forcing(ids, bos_id, eos_id) -> (decoder_input, target)`.""",
     cases=[([6, 7, 8], 1, 2), ([10, 11, 12, 13, 14], 3, 4)],
     reference=lambda ids, bos, eos: ([bos, *ids], [*ids, eos]),
     compare="equal",
@@ -324,9 +324,7 @@ TEACHER_FORCING = Exercise(
 )
 
 
-def check_teacher_forcing(teacher_forcing: Callable) -> None:
-    """Check `teacher_forcing(ids, bos_id, eos_id) -> (decoder_input, target)`."""
-    TEACHER_FORCING(teacher_forcing)
+check_teacher_forcing = TEACHER_FORCING.checker()
 
 
 def _attention(d: int) -> int:
@@ -350,6 +348,8 @@ _MORE = "the embedding must have MORE parameters than the encoder"
 VOCAB_BREAK_EVEN = Exercise(
     name="vocab_break_even",
     success="encoder // d_model + 1 tokens outweigh the encoder.",
+    doc="""Check `vocab_break_even(d_model, n_layers, d_ff)`: the smallest
+    vocabulary whose embedding has more parameters than the whole encoder.""",
     # the first case: encoder // d_model and its ceiling differ
     cases=[(64, 3, 200), (512, 6, 2048), (1024, 6, 4096), (16, 2, 40)],
     reference=lambda d, n, d_ff: _encoder(d, n, d_ff) // d + 1,
@@ -403,10 +403,7 @@ VOCAB_BREAK_EVEN = Exercise(
 )
 
 
-def check_vocab_break_even(vocab_break_even: Callable) -> None:
-    """Check `vocab_break_even(d_model, n_layers, d_ff)`: the smallest
-    vocabulary whose embedding has more parameters than the whole encoder."""
-    VOCAB_BREAK_EVEN(vocab_break_even)
+check_vocab_break_even = VOCAB_BREAK_EVEN.checker()
 
 
 def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
@@ -472,6 +469,7 @@ def _encoder_variant(**kwargs) -> Callable:
 PRE_LN_ENCODE = Exercise(
     name="pre_ln_encode",
     success="pre-LN sub-layers, the padding mask, one final LayerNorm.",
+    doc="""Check `pre_ln_encode(model, src)`: the pre-LN encoder's memory.""",
     cases=lambda: [_pre_ln_model(2, 8, 2), _pre_ln_model(3, 12, 3)],
     reference=_encode_variant,
     shared=1,
@@ -518,6 +516,4 @@ PRE_LN_ENCODE = Exercise(
 )
 
 
-def check_pre_ln_encode(pre_ln_encode: Callable) -> None:
-    """Check `pre_ln_encode(model, src)`: the pre-LN encoder's memory."""
-    PRE_LN_ENCODE(pre_ln_encode)
+check_pre_ln_encode = PRE_LN_ENCODE.checker()

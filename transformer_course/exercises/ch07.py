@@ -106,6 +106,7 @@ _FROM_ONE = (
 HALF_PEAK_STEPS = Exercise(
     name="half_peak_steps",
     success="finds where the warm-up schedule is at half its peak.",
+    doc="""Check `half_peak_steps(d_model, warmup) -> (rising, falling)`.""",
     cases=[(512, 4000), (64, 200), (256, 333), (128, 7)],
     reference=_half_peak_steps,
     compare="equal",
@@ -167,9 +168,7 @@ HALF_PEAK_STEPS = Exercise(
 )
 
 
-def check_half_peak_steps(half_peak_steps: Callable) -> None:
-    """Check `half_peak_steps(d_model, warmup) -> (rising, falling)`."""
-    HALF_PEAK_STEPS(half_peak_steps)
+check_half_peak_steps = HALF_PEAK_STEPS.checker()
 
 
 def _reference_batches(lengths, max_tokens):
@@ -403,6 +402,7 @@ def _token_cases():
 TOKEN_BATCHES = Exercise(
     name="token_batches",
     success="never exceeds the budget on either side, and pads little.",
+    doc="""Check `token_batches(lengths, max_tokens)` for (source, target) lengths.""",
     cases=_token_cases(),
     reference=_reference_batches,
     in_place=(
@@ -416,9 +416,7 @@ TOKEN_BATCHES = Exercise(
 )
 
 
-def check_token_batches(token_batches: Callable) -> None:
-    """Check `token_batches(lengths, max_tokens)` for (source, target) lengths."""
-    TOKEN_BATCHES(token_batches)
+check_token_batches = TOKEN_BATCHES.checker()
 
 
 def _smoothed(
@@ -539,6 +537,7 @@ _PAD_IS_PAD_ID = "<pad> is pad_id, not 0."
 ANNOTATED_SMOOTHING = Exercise(
     name="annotated_smoothing",
     success="computes the Annotated Transformer's smoothed loss.",
+    doc="""Check `annotated_smoothing(logits, target, epsilon, pad_id) -> loss`.""",
     cases=_smoothing_cases,
     reference=lambda *args: _smoothed(*args).float(),
     names=("logits", "target", "epsilon", "pad_id"),
@@ -626,9 +625,7 @@ ANNOTATED_SMOOTHING = Exercise(
 )
 
 
-def check_annotated_smoothing(annotated_smoothing: Callable) -> None:
-    """Check `annotated_smoothing(logits, target, epsilon, pad_id) -> loss`."""
-    ANNOTATED_SMOOTHING(annotated_smoothing)
+check_annotated_smoothing = ANNOTATED_SMOOTHING.checker()
 
 
 _PLAIN = (bool, int, float, str, bytes, type(None))

@@ -88,6 +88,7 @@ _CHANGED_LISTS_HINT = (
 CLIPPED_MATCHES_MULTI = Exercise(
     name="clipped_matches_multi",
     success="clips each n-gram at its largest reference count.",
+    doc="""Check `clipped_matches_multi(hypothesis, references, n)`.""",
     cases=[
         (hyp.split(), [r.split() for r in refs], n)
         for hyp, refs, n in [
@@ -183,9 +184,7 @@ CLIPPED_MATCHES_MULTI = Exercise(
 )
 
 
-def check_clipped_matches_multi(clipped_matches_multi: Callable) -> None:
-    """Check `clipped_matches_multi(hypothesis, references, n)`."""
-    CLIPPED_MATCHES_MULTI(clipped_matches_multi)
+check_clipped_matches_multi = CLIPPED_MATCHES_MULTI.checker()
 
 
 def _closest(hyp_len, ref_lens, prefer_shorter=True):
@@ -261,6 +260,7 @@ _CLOSEST = (
 BREVITY_PENALTY_MULTI = Exercise(
     name="brevity_penalty_multi",
     success="compares the corpus with its closest references.",
+    doc="""Check `brevity_penalty_multi(hyp_lens, ref_lens)`: corpus BP, closest refs.""",
     cases=[
         ([4, 6, 3], [[2, 6], [8, 10, 1], [5, 7]]),
         ([5, 8, 3], [[6, 9], [7, 10], [3, 5]]),
@@ -367,9 +367,7 @@ BREVITY_PENALTY_MULTI = Exercise(
 )
 
 
-def check_brevity_penalty_multi(brevity_penalty_multi: Callable) -> None:
-    """Check `brevity_penalty_multi(hyp_lens, ref_lens)`: corpus BP, closest refs."""
-    BREVITY_PENALTY_MULTI(brevity_penalty_multi)
+check_brevity_penalty_multi = BREVITY_PENALTY_MULTI.checker()
 
 
 def _beam_cases():
@@ -557,6 +555,7 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
 BEAM_STEP = Exercise(
     name="beam_step",
     success="keeps the k best of all k x vocab_size extensions.",
+    doc="""Check `beam_step(scores, log_probs, k)` -> (scores, parents, tokens).""",
     cases=_beam_cases,
     reference=_beam_reference,
     names=("scores", "log_probs", "k"),
@@ -570,6 +569,4 @@ BEAM_STEP = Exercise(
 )
 
 
-def check_beam_step(beam_step: Callable) -> None:
-    """Check `beam_step(scores, log_probs, k)` -> (scores, parents, tokens)."""
-    BEAM_STEP(beam_step)
+check_beam_step = BEAM_STEP.checker()

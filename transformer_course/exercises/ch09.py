@@ -448,6 +448,7 @@ def _expanded(x, n_rep: int, after: int):
 REPEAT_KV_HEADS = Exercise(
     name="repeat_kv_heads",
     success="gives each group of query heads its key/value head.",
+    doc="""Check `repeat_kv_heads(x, n_rep)`: (B, h_kv, T, d_k) -> (B, h_kv*n_rep, T, d_k).""",
     cases=_repeat_cases,
     reference=lambda x, n_rep: x.repeat_interleave(n_rep, dim=1),
     shown=lambda x, n_rep: [
@@ -486,9 +487,7 @@ REPEAT_KV_HEADS = Exercise(
 )
 
 
-def check_repeat_kv_heads(repeat_kv_heads: Callable) -> None:
-    """Check `repeat_kv_heads(x, n_rep)`: (B, h_kv, T, d_k) -> (B, h_kv*n_rep, T, d_k)."""
-    REPEAT_KV_HEADS(repeat_kv_heads)
+check_repeat_kv_heads = REPEAT_KV_HEADS.checker()
 
 
 # ------------------------------------------------------------ RoPE, half split
@@ -536,6 +535,7 @@ _OFF_BY_ONE = (
 ROPE_HALF = Exercise(
     name="rope_half",
     success="rotates dimension i with dimension i + d/2.",
+    doc="""Check `rope_half(x, positions)`: RoPE pairing dimension i with i + d/2.""",
     cases=_rope_cases,
     reference=_rope_half,
     shown=lambda x, positions: [
@@ -592,9 +592,7 @@ ROPE_HALF = Exercise(
 )
 
 
-def check_rope_half(rope_half: Callable) -> None:
-    """Check `rope_half(x, positions)`: RoPE pairing dimension i with i + d/2."""
-    ROPE_HALF(rope_half)
+check_rope_half = ROPE_HALF.checker()
 
 
 # ------------------------------------------------------- sliding-window mask
@@ -690,6 +688,9 @@ def _is_tensor_of_any_kind(got) -> bool:
 CACHED_WINDOW_MASK = Exercise(
     name="cached_window_mask",
     success="lets each token see itself and window - 1 before it.",
+    doc="""Check `cached_window_mask(n_new, length, window)` -> (n_new, length +
+    n_new) bool tensor: new token j (position length + j) may attend to the
+    keys at positions length + j - window + 1 .. length + j.""",
     cases=[(4, 5, 3), (1, 7, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)],
     reference=lambda *args: _window_masks(*args)["right"],
     shown=lambda n_new, length, window: [
@@ -711,8 +712,4 @@ CACHED_WINDOW_MASK = Exercise(
 )
 
 
-def check_cached_window_mask(cached_window_mask: Callable) -> None:
-    """Check `cached_window_mask(n_new, length, window)` -> (n_new, length +
-    n_new) bool tensor: new token j (position length + j) may attend to the
-    keys at positions length + j - window + 1 .. length + j."""
-    CACHED_WINDOW_MASK(cached_window_mask)
+check_cached_window_mask = CACHED_WINDOW_MASK.checker()
