@@ -7,16 +7,29 @@ from exercise_helpers import (
     assert_accepts,
     assert_every_checker_accepted,
     assert_rejected,
+    known_mistakes,
 )
 
 from transformer_course.exercises import ch05
 from transformer_course.exercises.ch05 import (
+    EINSUM_ATTENTION,
+    MERGE_HEADS,
+    PARAMETER_COUNT,
+    SPLIT_HEADS,
     check_causal_self_attention,
     check_einsum_attention,
     check_merge_heads,
     check_parameter_count,
     check_split_heads,
 )
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong_answer", "hint"),
+    known_mistakes(SPLIT_HEADS, MERGE_HEADS, EINSUM_ATTENTION, PARAMETER_COUNT),
+)
+def test_every_known_mistake_is_caught_with_its_hint(check, wrong_answer, hint):
+    assert_rejected(check, wrong_answer, hint)
 
 
 def _split(x, h):

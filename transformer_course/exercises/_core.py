@@ -354,6 +354,25 @@ def _call(fn: Callable, name: str, *args, **kwargs):
         )
 
 
+def _call_with_hints(fn: Callable, name: str, hints, *args):
+    """`_call`, with a hint when the learner's error matches a known mistake:
+    `hints` is a list of (text in the error message, hint)."""
+    try:
+        return _call(fn, name, *args)
+    except ExerciseError as failure:
+        cause = failure.__cause__
+        text = str(cause) if cause is not None else ""
+        for fragment, hint in hints:
+            if fragment in text:
+                lines = str(failure).splitlines()
+                cut = next(
+                    i for i, line in enumerate(lines) if line.startswith("on ")
+                )
+                problem = " ".join(lines[:cut]).split(" ", 1)[1]
+                fail(name, problem, None, hint, lines[cut:], cause)
+        raise
+
+
 # ---------------------------------------------------------------- tolerances
 
 _FLOAT64 = (1e-5, 1e-6)  # (rtol, atol) for float64 answers: round-off only
@@ -957,6 +976,7 @@ class Exercise:
     agree: Callable | None = None
     explain: Callable | None = None
     inspect: Callable | None = None
+    errors: Sequence[tuple[str, str]] = ()
     doc: str = ""
 
     def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
@@ -977,7 +997,9 @@ class Exercise:
         expected answer). Inputs changed and refused answers fail here."""
         given = _copies(*args[self.shared :])
         with np.errstate(all="ignore") if self.quiet else _nothing():
-            got = _call(fn, self.name, *args[: self.shared], *given)
+            got = _call_with_hints(
+                fn, self.name, self.errors, *args[: self.shared], *given
+            )
         shown = list(self.shown(*args) if self.shown else args)
         self._unchanged(given, args, shown)
         with np.errstate(all="ignore"):

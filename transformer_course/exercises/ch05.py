@@ -7,15 +7,16 @@ from collections.abc import Callable
 import numpy as np
 
 from transformer_course.exercises._core import (
-    ExerciseError,
+    Exercise,
+    Mistake,
     _call,
     _expect_close,
-    _expect_equal,
-    _fail,
-    _Label,
     _to_array,
-    _torch_generator,
     _verdict,
+    fail,
+    label,
+    message,
+    shape_of,
 )
 
 __all__ = [
@@ -27,40 +28,19 @@ __all__ = [
 ]
 
 
-def _call_with_hints(fn: Callable, name: str, hints, *args):
-    """`_call`, with a hint when the learner's error matches a known mistake.
-
-    `hints` is a list of (text in the error message, hint).
-    """
-    try:
-        return _call(fn, name, *args)
-    except ExerciseError as failure:
-        cause = failure.__cause__
-        text = str(cause) if cause is not None else ""
-        for fragment, hint in hints:
-            if fragment in text:
-                lines = str(failure).splitlines()
-                cut = next(
-                    i for i, line in enumerate(lines) if line.startswith("on ")
-                )
-                problem = " ".join(lines[:cut]).split(" ", 1)[1]
-                _fail(name, problem, None, hint, lines[cut:], cause)
-        raise
-
-
 def _seeded_module(d_model: int, n_heads: int, seed: int, bias: bool = True):
     """A MultiHeadAttention with weights from a local generator.
 
-    Creating the module draws from the global generator; `_verdict` restores
-    it, and the weights are then redrawn locally, so that they are the same
-    whatever the learner's random state was.
+    Creating the module draws from the global generator; the verdict
+    restores it, and the weights are then redrawn locally, so that they are
+    the same whatever the learner's random state was.
     """
     import torch
 
     from transformer_course.multi_head_attention import MultiHeadAttention
 
     module = MultiHeadAttention(d_model, n_heads, bias=bias).eval()
-    generator = _torch_generator(seed)
+    generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for parameter in module.parameters():
             parameter.copy_(
@@ -70,93 +50,106 @@ def _seeded_module(d_model: int, n_heads: int, seed: int, bias: bool = True):
     return module
 
 
-def check_split_heads(split_heads: Callable) -> None:
-    """Check `split_heads(x, n_heads)`: (B, T, d_model) -> (B, h, T, d_k)."""
+def _counting(*shape) -> object:
+    """A float32 tensor of `shape` holding 0, 1, 2, ..."""
     import torch
 
-    name = "split_heads"
-
-    def run_cases() -> None:
-        for B, T, d_model, h in [(2, 5, 6, 3), (1, 4, 8, 2)]:
-            x = torch.arange(B * T * d_model, dtype=torch.float32)
-            x = x.view(B, T, d_model)
-            d_k = d_model // h
-            got = _call(split_heads, name, x.clone(), h)
-            mistakes = [
-                (
-                    x.view(B, h, T, d_k),
-                    "view(B, h, T, d_k) has the right shape but cuts the "
-                    "tokens, not the features: view as (B, T, h, d_k) first, "
-                    "then transpose(1, 2).",
-                ),
-                (
-                    x.view(B, T, h, d_k),
-                    "the head axis must come before the token axis: "
-                    "transpose(1, 2).",
-                ),
-                (
-                    x.view(B, T, d_k, h).permute(0, 3, 1, 2),
-                    "each head takes d_k consecutive columns, not every h-th "
-                    "column.",
-                ),
-            ]
-            expected = x.view(B, T, h, d_k).transpose(1, 2)
-            _expect_close(
-                name,
-                [_Label(f"x of shape {(B, T, d_model)} holding 0, 1, ..."), h],
-                got,
-                expected,
-                mistakes,
-            )
-
-    _verdict(name, "gives every head its own d_k columns.", run_cases)
+    return torch.arange(int(np.prod(shape)), dtype=torch.float32).view(shape)
 
 
-_VIEW_AFTER_TRANSPOSE = (
-    "view needs the elements in memory order, and transpose only changes the "
-    "strides: use reshape (which copies when it must) or .contiguous().view."
+def _holding(x) -> object:
+    return label("x of shape {shape} holding 0, 1, ...", shape=shape_of(x))
+
+
+def _split(x, h: int):
+    """(B, T, d_model) -> (B, T, h, d_k): each head's d_k columns."""
+    B, T, d_model = x.shape
+    return x.view(B, T, h, d_model // h)
+
+
+SPLIT_HEADS = Exercise(
+    name="split_heads",
+    success="gives every head its own d_k columns.",
+    doc="Check `split_heads(x, n_heads)`: (B, T, d_model) -> (B, h, T, d_k).",
+    cases=lambda: [(_counting(2, 5, 6), 3), (_counting(1, 4, 8), 2)],
+    reference=lambda x, h: _split(x, h).transpose(1, 2),
+    shown=lambda x, h: [_holding(x), h],
+    mistakes=[
+        Mistake(
+            lambda x, h: x.view(x.size(0), h, x.size(1), -1),
+            "view(B, h, T, d_k) has the right shape but cuts the tokens, not "
+            "the features: view as (B, T, h, d_k) first, then transpose(1, 2).",
+        ),
+        Mistake(
+            _split,
+            "the head axis must come before the token axis: transpose(1, 2).",
+        ),
+        Mistake(
+            lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2),
+            "each head takes d_k consecutive columns, not every h-th column.",
+        ),
+    ],
 )
+check_split_heads = SPLIT_HEADS.checker()
 
 
-def check_merge_heads(merge_heads: Callable) -> None:
-    """Check `merge_heads(x)`: (B, h, T, d_k) -> (B, T, h * d_k)."""
-    import torch
+def _merged(x, order=(0, 2, 1, 3)):
+    """(B, h, T, d_k) permuted to `order`, then (B, T, h * d_k)."""
+    B, h, T, d_k = x.shape
+    return x.permute(*order).reshape(B, T, h * d_k)
 
-    name = "merge_heads"
 
-    def run_cases() -> None:
-        for B, h, T, d_k in [(2, 3, 5, 2), (1, 2, 4, 4)]:
-            x = torch.arange(B * h * T * d_k, dtype=torch.float32)
-            x = x.view(B, h, T, d_k)
-            got = _call_with_hints(
-                merge_heads,
-                name,
-                [("view size is not compatible", _VIEW_AFTER_TRANSPOSE)],
-                x.clone(),
-            )
-            mistakes = [
-                (
-                    x.reshape(B, T, h * d_k),
-                    "the heads were not moved back next to the features: "
-                    "transpose(1, 2) before reshaping, (B, h, T, d_k) -> "
-                    "(B, T, h, d_k) -> (B, T, h * d_k).",
-                ),
-                (
-                    x.permute(0, 2, 3, 1).reshape(B, T, h * d_k),
-                    "the heads' columns are interleaved: keep each head's d_k "
-                    "columns together.",
-                ),
-            ]
-            expected = x.transpose(1, 2).reshape(B, T, h * d_k)
-            _expect_close(
-                name,
-                [_Label(f"x of shape {(B, h, T, d_k)} holding 0, 1, ...")],
-                got,
-                expected,
-                mistakes,
-            )
+MERGE_HEADS = Exercise(
+    name="merge_heads",
+    success="puts the heads back side by side.",
+    doc="Check `merge_heads(x)`: (B, h, T, d_k) -> (B, T, h * d_k).",
+    cases=lambda: [(_counting(2, 3, 5, 2),), (_counting(1, 2, 4, 4),)],
+    reference=_merged,
+    shown=lambda x: [_holding(x)],
+    errors=[
+        (
+            "view size is not compatible",
+            "view needs the elements in memory order, and transpose only "
+            "changes the strides: use reshape (which copies when it must) or "
+            ".contiguous().view.",
+        )
+    ],
+    mistakes=[
+        Mistake(
+            lambda x: _merged(x, (0, 1, 2, 3)),
+            "the heads were not moved back next to the features: "
+            "transpose(1, 2) before reshaping, (B, h, T, d_k) -> (B, T, h, "
+            "d_k) -> (B, T, h * d_k).",
+        ),
+        Mistake(
+            lambda x: _merged(x, (0, 2, 3, 1)),
+            "the heads' columns are interleaved: keep each head's d_k columns "
+            "together.",
+        ),
+    ],
+)
+check_merge_heads = MERGE_HEADS.checker()
 
-    _verdict(name, "puts the heads back side by side.", run_cases)
+
+# the known wrong masks of causal self-attention: (mask from the causal
+# one, hint); None: no mask
+_CAUSAL_MISTAKES = [
+    (lambda lower: None, "no mask: every token attends to the future too."),
+    (
+        lambda lower: lower.T.clone(),
+        "the mask is the upper triangle: True must be on and below the "
+        "diagonal.",
+    ),
+    (
+        lambda lower: ~lower,
+        "that is nn.MultiheadAttention's convention (True = forbidden); this "
+        "book's mask is True where a query may attend.",
+    ),
+    (
+        lambda lower: lower.tril(-1),
+        "a token may attend to itself: keep the diagonal.",
+    ),
+]
 
 
 def check_causal_self_attention(causal_self_attention: Callable) -> None:
@@ -167,14 +160,14 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
 
     def run_cases() -> None:
         mha = _seeded_module(16, 4, seed=0)
-        generator = _torch_generator(1)
+        generator = torch.Generator().manual_seed(1)
         # two lengths, so that a mask written for T = 5 only is caught
         for B, T in [(2, 5), (1, 7)]:
             x = torch.randn(B, T, 16, generator=generator)
             lower = torch.ones(T, T, dtype=torch.bool).tril()
             _one_causal_case(causal_self_attention, name, mha, x, lower)
 
-    _verdict(name, "hides the future from every token.", run_cases)
+    _verdict(name, message("hides the future from every token."), run_cases)
 
 
 def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
@@ -184,41 +177,22 @@ def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
     with torch.no_grad():
         got = _call(causal_self_attention, name, mha, x.clone())
         mistakes = [
-            (
-                mha(x, x, x),
-                "no mask: every token attends to the future too.",
-            ),
-            (
-                mha(x, x, x, mask=lower.T.clone()),
-                "the mask is the upper triangle: True must be on and "
-                "below the diagonal.",
-            ),
-            (
-                mha(x, x, x, mask=~lower),
-                "that is nn.MultiheadAttention's convention (True = "
-                "forbidden); this book's mask is True where a query may "
-                "attend.",
-            ),
-            (
-                mha(x, x, x, mask=lower.tril(-1)),
-                "a token may attend to itself: keep the diagonal.",
-            ),
+            (mha(x, x, x, mask=wrong(lower)), message(hint))
+            for wrong, hint in _CAUSAL_MISTAKES
         ]
         shown = [mha, x]
-        _expect_close(
-            name, shown, got, mha(x, x, x, mask=lower), mistakes, atol=1e-5
-        )
+        expected = mha(x, x, x, mask=lower)
+        _expect_close(name, shown, got, expected, mistakes, atol=1e-5)
         changed = x.clone()
         changed[:, -1] += 1.0
         later = _call(causal_self_attention, name, mha, changed)
         earlier = _to_array(later)[:, :-1]
         if not np.allclose(earlier, _to_array(got)[:, :-1], atol=1e-4):
-            _fail(
-                name,
+            problem = (
                 "leaks the future: changing the last token changed the "
-                "outputs of earlier ones.",
-                shown,
+                "outputs of earlier ones."
             )
+            fail(name, problem, shown)
 
 
 def _einsum_reference(x, W_q, W_k, W_v, W_o, softmax_dim=-1, scale=None):
@@ -228,141 +202,150 @@ def _einsum_reference(x, W_q, W_k, W_v, W_o, softmax_dim=-1, scale=None):
     scale = d_k**-0.5 if scale is None else scale
     weights = (q @ k.transpose(-2, -1) * scale).softmax(dim=softmax_dim)
     heads = weights @ v  # (B, h, T, d_k)
-    return (heads @ W_o[None]).sum(
-        dim=1
-    )  # (B, h, T, d_model) -> (B, T, d_model)
+    # (B, h, T, d_model) -> (B, T, d_model)
+    return (heads @ W_o[None]).sum(dim=1)
 
 
-def check_einsum_attention(einsum_attention: Callable) -> None:
-    """Check `einsum_attention(x, W_q, W_k, W_v, W_o)` against MultiHeadAttention.
-
-    x: (B, T, d_model); W_q, W_k, W_v: (h, d_model, d_k); W_o: (h, d_k, d_model).
-    """
+def _einsum_cases():
     import torch
 
-    name = "einsum_attention"
-
-    def run_cases() -> None:
-        generator = _torch_generator(5)
-        # d_k = 4 and 9, so that a scale written in for d_k = 4 is caught
-        for B, T, d_model, h in [(2, 5, 12, 3), (1, 4, 18, 2)]:
-            d_k = d_model // h
-            x = torch.randn(B, T, d_model, generator=generator)
-            W_q, W_k, W_v = (
-                torch.randn(3, h, d_model, d_k, generator=generator)
-                / d_model**0.5
-            ).unbind(0)
-            W_o = (
-                torch.randn(h, d_k, d_model, generator=generator) / d_model**0.5
-            )
-            # the same weights in the module: the heads' matrices side by side
-            module = _seeded_module(d_model, h, seed=0, bias=False)
-            with torch.no_grad():
-                for layer, W in zip(
-                    (module.q_proj, module.k_proj, module.v_proj),
-                    (W_q, W_k, W_v),
-                    strict=True,
-                ):
-                    # (h, d_model, d_k) -> (d_model, h * d_k), stored transposed
-                    layer.weight.copy_(
-                        W.permute(1, 0, 2).reshape(d_model, -1).T
-                    )
-                module.out_proj.weight.copy_(W_o.reshape(h * d_k, d_model).T)
-                expected = module(x, x, x).numpy()
-                args = [t.clone() for t in (x, W_q, W_k, W_v, W_o)]
-                got = _call(einsum_attention, name, *args)
-                mistakes = [
-                    (
-                        _einsum_reference(
-                            x, W_q, W_k, W_v, W_o, softmax_dim=-2
-                        ),
-                        "the softmax runs over the queries: each query's "
-                        "weights over the keys must sum to 1 (the key axis).",
-                    ),
-                    (
-                        _einsum_reference(x, W_q, W_k, W_v, W_o, scale=0.5),
-                        "the scale is written in as 1/2, right only for d_k "
-                        "= 4: take d_k from the weights, W_q.shape[-1].",
-                    ),
-                    (
-                        _einsum_reference(x, W_q, W_k, W_v, W_o, scale=1.0),
-                        "the scores are not scaled: divide by sqrt(d_k).",
-                    ),
-                    (
-                        _einsum_reference(x, W_q, W_k, W_v, W_o, scale=1 / d_k),
-                        "the scores are divided by d_k: divide by sqrt(d_k).",
-                    ),
-                    (
-                        _einsum_reference(
-                            x, W_q, W_k, W_v, W_o, scale=d_model**-0.5
-                        ),
-                        "the scores are divided by sqrt(d_model): each head's "
-                        "dot products have d_k terms, so divide by sqrt(d_k).",
-                    ),
-                ]
-            _expect_close(
-                name,
-                [x, W_q, W_k, W_v, W_o],
-                got,
-                expected,
-                mistakes,
-                atol=1e-5,
-            )
-
-    _verdict(
-        name, "equals MultiHeadAttention with the same weights.", run_cases
-    )
+    generator = torch.Generator().manual_seed(5)
+    cases = []
+    # d_k = 4 and 9, so that a scale written in for d_k = 4 is caught
+    for B, T, d_model, h in [(2, 5, 12, 3), (1, 4, 18, 2)]:
+        d_k = d_model // h
+        x = torch.randn(B, T, d_model, generator=generator)
+        W_q, W_k, W_v = (
+            torch.randn(3, h, d_model, d_k, generator=generator) / d_model**0.5
+        ).unbind(0)
+        W_o = torch.randn(h, d_k, d_model, generator=generator) / d_model**0.5
+        cases.append((x, W_q, W_k, W_v, W_o))
+    return cases
 
 
-def check_parameter_count(parameter_count: Callable) -> None:
-    """Check `parameter_count(d_model, n_heads, bias=True)` against the module."""
+def _module_output(x, W_q, W_k, W_v, W_o):
+    """MultiHeadAttention with the same weights: the heads side by side."""
+    import torch
+
+    h, d_model, d_k = W_q.shape
+    module = _seeded_module(d_model, h, seed=0, bias=False)
+    with torch.no_grad():
+        for layer, W in zip(
+            (module.q_proj, module.k_proj, module.v_proj),
+            (W_q, W_k, W_v),
+            strict=True,
+        ):
+            # (h, d_model, d_k) -> (d_model, h * d_k), stored transposed
+            layer.weight.copy_(W.permute(1, 0, 2).reshape(d_model, -1).T)
+        module.out_proj.weight.copy_(W_o.reshape(h * d_k, d_model).T)
+        return module(x, x, x).numpy()
+
+
+def _einsum_variant(**changes) -> Callable:
+    def variant(*args):
+        import torch
+
+        with torch.no_grad():
+            return _einsum_reference(*args, **changes)
+
+    return variant
+
+
+def _scaled(scale: Callable) -> Callable:
+    """The reference with the scale `scale(d_model, d_k)`."""
+
+    def variant(x, W_q, *W):
+        return _einsum_variant(scale=scale(x.size(-1), W_q.size(-1)))(
+            x, W_q, *W
+        )
+
+    return variant
+
+
+EINSUM_ATTENTION = Exercise(
+    name="einsum_attention",
+    success="equals MultiHeadAttention with the same weights.",
+    doc="""Check `einsum_attention(x, W_q, W_k, W_v, W_o)` against MultiHeadAttention.
+
+    x: (B, T, d_model); W_q, W_k, W_v: (h, d_model, d_k); W_o: (h, d_k, d_model).
+    """,
+    cases=_einsum_cases,
+    reference=_module_output,
+    atol=1e-5,
+    mistakes=[
+        Mistake(
+            _einsum_variant(softmax_dim=-2),
+            "the softmax runs over the queries: each query's weights over the "
+            "keys must sum to 1 (the key axis).",
+        ),
+        Mistake(
+            _einsum_variant(scale=0.5),
+            "the scale is written in as 1/2, right only for d_k = 4: take d_k "
+            "from the weights, W_q.shape[-1].",
+        ),
+        Mistake(
+            _einsum_variant(scale=1.0),
+            "the scores are not scaled: divide by sqrt(d_k).",
+        ),
+        Mistake(
+            _scaled(lambda d_model, d_k: 1 / d_k),
+            "the scores are divided by d_k: divide by sqrt(d_k).",
+        ),
+        Mistake(
+            _scaled(lambda d_model, d_k: d_model**-0.5),
+            "the scores are divided by sqrt(d_model): each head's dot "
+            "products have d_k terms, so divide by sqrt(d_k).",
+        ),
+    ],
+)
+check_einsum_attention = EINSUM_ATTENTION.checker()
+
+
+def _parameters(d_model: int, n_heads: int, bias: bool) -> int:
     from transformer_course.multi_head_attention import MultiHeadAttention
 
-    name = "parameter_count"
+    module = MultiHeadAttention(d_model, n_heads, bias=bias)
+    return sum(p.numel() for p in module.parameters())
 
-    def run_cases() -> None:
-        for d_model, n_heads, bias in [
-            (512, 8, True),
-            (512, 1, True),
-            (64, 4, False),
-            (12, 3, True),
-        ]:
-            module = MultiHeadAttention(d_model, n_heads, bias=bias)
-            expected = sum(p.numel() for p in module.parameters())
-            got = _call(parameter_count, name, d_model, n_heads, bias)
-            d = d_model
-            b = d if bias else 0
-            mistakes = [
-                (
-                    3 * (d * d + b),
-                    "W^O counts too: four d_model x d_model layers.",
-                ),
-                (
-                    4 * d * d if bias else 4 * (d * d + d),
-                    "each layer has a bias of d_model numbers when bias=True, "
-                    "and none when bias=False.",
-                ),
-                (
-                    4 * (d * (d // n_heads) + b),
-                    "all heads together: each projection is d_model x (h * d_k) "
-                    "= d_model x d_model, not one head's d_model x d_k.",
-                ),
-                (
-                    4 * n_heads * (d * d + b),
-                    "the heads share the d_model x d_model projections: h "
-                    "heads of d_k = d_model / h columns each.",
-                ),
-            ]
-            _expect_equal(
-                name,
-                [d_model, n_heads, bias],
-                got,
-                expected,
-                [
-                    (wrong, hint)
-                    for wrong, hint in mistakes
-                    if wrong != expected
-                ],
-            )
 
-    _verdict(name, "counts every weight and bias of the module.", run_cases)
+def _unless_right(count: Callable) -> Callable:
+    """A wrong count, None where it happens to be the right one."""
+
+    def variant(d, n_heads, bias):
+        wrong = count(d, n_heads, d if bias else 0)
+        return None if wrong == _parameters(d, n_heads, bias) else wrong
+
+    return variant
+
+
+PARAMETER_COUNT = Exercise(
+    name="parameter_count",
+    success="counts every weight and bias of the module.",
+    doc="Check `parameter_count(d_model, n_heads, bias=True)` against the "
+    "module.",
+    cases=[(512, 8, True), (512, 1, True), (64, 4, False), (12, 3, True)],
+    reference=_parameters,
+    compare="equal",
+    mistakes=[
+        Mistake(
+            _unless_right(lambda d, h, b: 3 * (d * d + b)),
+            "W^O counts too: four d_model x d_model layers.",
+        ),
+        Mistake(
+            _unless_right(lambda d, h, b: 4 * d * d if b else 4 * (d * d + d)),
+            "each layer has a bias of d_model numbers when bias=True, and none "
+            "when bias=False.",
+        ),
+        Mistake(
+            _unless_right(lambda d, h, b: 4 * (d * (d // h) + b)),
+            "all heads together: each projection is d_model x (h * d_k) = "
+            "d_model x d_model, not one head's d_model x d_k.",
+        ),
+        Mistake(
+            _unless_right(lambda d, h, b: 4 * h * (d * d + b)),
+            "the heads share the d_model x d_model projections: h heads of d_k "
+            "= d_model / h columns each.",
+        ),
+    ],
+)
+check_parameter_count = PARAMETER_COUNT.checker()
