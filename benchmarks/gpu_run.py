@@ -660,7 +660,9 @@ def junit_outcome(path: Path) -> dict:
             problem = case.find("error")
         if problem is not None:
             counts["failed"] += 1
-            message = (problem.get("message") or problem.text or "").strip()
+            # the text: the whole report, whose end names the error (the
+            # message attribute is cut short)
+            message = (problem.text or problem.get("message") or "").strip()
             failures.append({"cell": case.get("name"), "message": message})
         elif case.find("skipped") is not None:
             counts["skipped"] += 1
