@@ -29,6 +29,7 @@ __version__ = "0.0.1"
 # from the chapters (python tools/export.py). Chapter 7's command line,
 # transformer_course.train, is not imported here: `python -m` runs it.
 from transformer_course.getting_started import draw_architecture, get_device
+from transformer_course import fonts as _fonts
 from transformer_course.embeddings import tokenize
 from transformer_course.positional_encoding import (
     PositionalEncoding,
@@ -108,6 +109,10 @@ from transformer_course.beyond import (
 )
 from transformer_course.kv_cache import DecoderCache, kv_cache_bytes
 from transformer_course.beyond_experiments import BeyondTrainConfig
+
+# figures draw Chinese in the font the library ships (chapter 0), without
+# importing matplotlib here: the font is registered when matplotlib loads it
+_fonts.use_cjk_font_when_matplotlib_loads()
 
 __all__ = [
     "BatchStream",
