@@ -6,15 +6,29 @@ from exercise_helpers import (
     assert_accepts,
     assert_every_checker_accepted,
     assert_rejected,
+    known_mistakes,
 )
 
 from transformer_course.exercises import ExerciseError, ch01
 from transformer_course.exercises.ch01 import (
+    BPE_ENCODE,
+    COSINE_SIMILARITY,
+    MOST_SIMILAR,
+    SKIPGRAM_PAIRS,
     check_bpe_encode,
     check_cosine_similarity,
     check_most_similar,
     check_skipgram_pairs,
 )
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong_answer", "hint"),
+    known_mistakes(SKIPGRAM_PAIRS, COSINE_SIMILARITY, MOST_SIMILAR, BPE_ENCODE),
+)
+def test_every_known_mistake_is_caught_with_its_hint(check, wrong_answer, hint):
+    assert_rejected(check, wrong_answer, hint)
+
 
 # ------------------------------------------------------------- skip-gram
 
