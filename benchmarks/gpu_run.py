@@ -26,8 +26,10 @@ with its error, and the next one runs. In this order:
    a time, the longest chapters first; each chapter's outcome and its failing
    cells.
 3. kv_cache, fused_attention, gqa_repeat: those benchmarks on the GPU,
-   medians of 5 (kv_cache) or 7 runs with the spread, and the kernels that
-   ran (PyTorch's profiler).
+   medians of 5 runs (7 for fused_attention) with the spread, and the
+   kernels that ran (PyTorch's profiler); gqa_repeat in float32 and bfloat16,
+   with a padding mask and with none (a decode step of unpadded sentences),
+   so that it shows which kernels take grouped heads (enable_gqa).
 4. fp16: the path Colab's T4 takes, `fit` with TrainConfig(precision="fp16")
    and its GradScaler, a few updates of the base model; the losses must stay
    finite.
@@ -119,7 +121,8 @@ SIZES = {
         "compile_backend": "inductor",
         "kv_cache": ["--repeats", "5"],
         "gqa_repeat": [
-            "--dtypes", "float32", "bfloat16", "--min-time", "0.02",
+            "--dtypes", "float32", "bfloat16", "--masks", "padding", "none",
+            "--min-time", "0.02", "--repeats", "5",
         ],
         "fused_attention": [],
         "fp16": dict(
@@ -146,6 +149,7 @@ SIZES = {
         "gqa_repeat": [
             "--batch", "2", "--decode-length", "32", "--prefill-length",
             "16", "--min-time", "0.001", "--repeats", "5",
+            "--masks", "padding", "none",
         ],
         "fused_attention": ["--lengths", "16", "32", "--repeats", "5"],
         "fp16": dict(
@@ -576,7 +580,8 @@ def kernel_summary(name: str, document: dict) -> dict:
     kernels = {}
     for row in document["rows"]:
         key = (
-            f"{row['shape']} {row['dtype']} h_kv={row['h_kv']} {row['method']}"
+            f"{row['shape']} {row['dtype']} mask {row['mask']} "
+            f"h_kv={row['h_kv']} {row['method']}"
         )
         kernels[key] = row.get("error") or row["kernels"] + [
             k["name"] for k in row.get("device_kernels", [])[:1]

@@ -12,7 +12,8 @@ stride still steps through both head axes), or not at all, with
 `enable_gqa=True`, which lets the kernel read each shared head in place.
 
 For one decoding step (one query per sentence against T_k cached keys) and
-for a prefill (T_q = T_k), at h_kv = h, 2 and 1, with a padding mask: whether
+for a prefill (T_q = T_k), at h_kv = h, 2 and 1, with a padding mask (or,
+with --masks, none too, as a decode step of unpadded sentences): whether
 each output equals repeat_interleave's bit for bit, which kernel PyTorch ran
 (its profiler's event names), the bytes copied (what the profiler's
 aten::clone events allocate: every copy of the keys and values goes through
@@ -30,6 +31,7 @@ run, the bytes from the GPU's allocator, and the GPU kernels that ran too.
 """
 
 import argparse
+import itertools
 import statistics
 import time
 from pathlib import Path
@@ -69,6 +71,7 @@ def call(method, q, k, v, mask):
 
 
 METHODS = ("repeat_interleave", "expand + reshape", "enable_gqa")
+SAME = ("shape", "dtype", "mask", "h_kv")  # a row's repeat_interleave row
 
 
 def profiled(method, q, k, v, mask):
@@ -160,19 +163,21 @@ def measure(q, k, v, mask, repeats: int, min_time: float) -> list[dict]:
 def table_lines(rows, args) -> list[str]:
     table = [
         f"B = {args.batch}, h = {H}, d_k = {D_K}, "
-        f"{', '.join(args.dtypes)}, on {args.device}, a padding mask; "
+        f"{', '.join(args.dtypes)}, on {args.device}; mask: "
+        f"{' or '.join(args.masks)} (padding: each sentence's own length); "
         f"time: median of {args.repeats} runs [fastest, slowest], as a ratio "
         "to repeat_interleave; MiB copied (aten::clone) and kept by the call's "
         "operations (PyTorch's profiler).",
         "",
-        "| shape | dtype | h_kv | method | equal | kernel | MiB copied "
+        "| shape | dtype | mask | h_kv | method | equal | kernel | MiB copied "
         "| MiB kept | time / repeat_interleave |",
-        "|---|---|---:|---|---|---|---:|---:|---|",
+        "|---|---|---|---:|---|---|---|---:|---:|---|",
     ]
     for row in rows:
         head = (
             f"| {row['shape']} (T_q {row['T_q']}, T_k {row['T_k']}) "
-            f"| {row['dtype']} | {row['h_kv']} | {row['method']} "
+            f"| {row['dtype']} | {row['mask']} | {row['h_kv']} "
+            f"| {row['method']} "
         )
         if "error" in row:
             table.append(head + f"| refused: {row['error']} | | | | |")
@@ -181,13 +186,8 @@ def table_lines(rows, args) -> list[str]:
             next(
                 r["seconds"]
                 for r in rows
-                if (r["shape"], r["dtype"], r["h_kv"], r["method"])
-                == (
-                    row["shape"],
-                    row["dtype"],
-                    row["h_kv"],
-                    "repeat_interleave",
-                )
+                if r["method"] == "repeat_interleave"
+                and all(r[key] == row[key] for key in SAME)
             )
         )
         low, high = min(row["seconds"]) / base, max(row["seconds"]) / base
@@ -212,6 +212,13 @@ def main(argv=None) -> None:
         nargs="+",
         choices=["float32", "float16", "bfloat16"],
         default=["float32"],
+    )
+    parser.add_argument(
+        "--masks",
+        nargs="+",
+        choices=["padding", "none"],
+        default=["padding"],
+        help="none: what a decode step without padding passes",
     )
     parser.add_argument("--batch", type=int, default=B)
     parser.add_argument(
@@ -240,29 +247,30 @@ def main(argv=None) -> None:
             lengths = torch.randint(
                 t_k // 2, t_k + 1, (args.batch,), generator=generator
             )
-            mask = (torch.arange(t_k) < lengths[:, None])[:, None, None, :]
-            mask = mask.to(args.device)
-            for dtype in args.dtypes:
-                for h_kv in (H, 2, 1):
-                    q, k, v = (
-                        torch.randn(
-                            args.batch, h, t, D_K, generator=generator
-                        ).to(args.device, getattr(torch, dtype))
-                        for h, t in ((H, t_q), (h_kv, t_k), (h_kv, t_k))
+            padding = (torch.arange(t_k) < lengths[:, None])[:, None, None, :]
+            masks = {"padding": padding.to(args.device), "none": None}
+            for dtype, mask_name, h_kv in itertools.product(
+                args.dtypes, args.masks, (H, 2, 1)
+            ):
+                mask = masks[mask_name]
+                q, k, v = (
+                    torch.randn(args.batch, h, t, D_K, generator=generator).to(
+                        args.device, getattr(torch, dtype)
                     )
-                    for row in measure(
-                        q, k, v, mask, args.repeats, args.min_time
-                    ):
-                        rows.append(
-                            {
-                                "shape": shape,
-                                "T_q": t_q,
-                                "T_k": t_k,
-                                "dtype": dtype,
-                                "h_kv": h_kv,
-                                **row,
-                            }
-                        )
+                    for h, t in ((H, t_q), (h_kv, t_k), (h_kv, t_k))
+                )
+                for row in measure(q, k, v, mask, args.repeats, args.min_time):
+                    rows.append(
+                        {
+                            "shape": shape,
+                            "T_q": t_q,
+                            "T_k": t_k,
+                            "dtype": dtype,
+                            "mask": mask_name,
+                            "h_kv": h_kv,
+                            **row,
+                        }
+                    )
     table = table_lines(rows, args)
     print("\n".join(table))
     if args.write:

@@ -153,6 +153,8 @@ def test_dry_run_benchmarks_and_fp16(dry_run):
         assert len(row["decode_step_s"]["runs"]) >= 5
     gqa = parts["gqa_repeat"]["result"]["files"]["gqa_repeat_cpu.json"]
     assert all(len(row["seconds"]) >= 5 for row in gqa["rows"])
+    assert {row["mask"] for row in gqa["rows"]} == {"padding", "none"}
+    assert len(gqa["rows"]) == 2 * 2 * 3 * 3  # shapes, masks, h_kv, methods
     fused = parts["fused_attention"]["result"]["files"]
     assert fused["fused_attention_cpu.json"]["kernels_ran"]["float32"]
     assert "fastest-slowest" in fused["fused_attention_cpu.md"]
