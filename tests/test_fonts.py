@@ -1,6 +1,7 @@
 """The Chinese font the library ships and registers with matplotlib."""
 
 import fnmatch
+import runpy
 import subprocess
 import sys
 import tomllib
@@ -149,3 +150,21 @@ def test_a_missing_font_file_is_named(monkeypatch):
     monkeypatch.setattr(transformer_course.fonts, "_FONT_FILE", "absent.ttf")
     with pytest.raises(FileNotFoundError, match="absent.ttf is missing"):
         cjk_font_path()
+
+
+def test_the_chinese_map_is_up_to_date_and_all_in_chinese(tmp_path):
+    """book/images/architecture_zh.svg is what draw_images.py draws, every
+    label translated (matplotlib writes each text as a comment)."""
+    script = ROOT / "book/images/draw_images.py"
+    namespace = runpy.run_path(str(script))  # __name__ is not "__main__"
+    namespace["main"](tmp_path)
+    drawn = (tmp_path / "architecture_zh.svg").read_text()
+    committed = (ROOT / "book/images/architecture_zh.svg").read_text()
+    assert drawn == committed, "run python book/images/draw_images.py"
+    for label in ["编码器", "解码器", "多头注意力", "第 3、5 章"]:
+        assert f"<!-- {label} -->" in drawn, label
+    for label in ["Encoder", "Decoder", "Feed Forward", "ch. 6"]:
+        assert f"<!-- {label} -->" not in drawn, label
+    assert "architecture_zh.svg" in (ROOT / "zh/book/intro.md").read_text()
+    with pytest.raises(KeyError, match="no Chinese for the label 'Attention'"):
+        namespace["chinese"]("Attention")
