@@ -1,7 +1,8 @@
 """The checks that chapters share, from transformer_course/exercises/_core.py:
 inputs changed in place (`_expect_unchanged`, `_copies`), answers of the
-wrong kind (`_expect_kind`, `_expect_array`) and a missing `return`
-(`_expect_returned`)."""
+wrong kind (`Refusal`, `_expect_array`), a missing `return`
+(`_expect_returned`), and the engine of the tables (`Exercise`, `Mistake`,
+`message`)."""
 
 import numpy as np
 import pytest
@@ -10,12 +11,15 @@ from exercise_helpers import assert_short_message
 
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises._core import (
+    Exercise,
+    Mistake,
+    Refusal,
     _a_kind,
     _copies,
     _expect_array,
-    _expect_kind,
     _expect_returned,
     _expect_unchanged,
+    message,
 )
 
 
@@ -137,30 +141,90 @@ def test_kinds_are_named_for_learners():
     assert _a_kind(1.5) == "a float"
 
 
-def test_expect_kind_accepts_by_type():
-    shape = "a tensor of shape (2,)"
-    accept = (type(None), tuple, torch.Tensor)
-    for answer in (None, (1, 2), torch.zeros(2)):
-        _expect_kind("f", [3], answer, shape, accept=accept)
-    message = _message(
-        _expect_kind, "f", [3], np.zeros(2), shape, "a hint.", accept=accept
+def test_a_refusal_names_the_kind_and_the_expected_shape():
+    check = Exercise(
+        "f",
+        "works.",
+        [(3,)],
+        lambda n: torch.zeros(2),
+        refusals=[
+            Refusal(
+                lambda got: not isinstance(got, torch.Tensor),
+                "returned {kind}; expected a tensor of shape {shape}.",
+                "a hint.",
+            )
+        ],
     )
+    message = _message(check, lambda n: np.zeros(2))
     assert message.startswith(
         "f returned a NumPy array; expected a tensor of shape (2,)."
     )
     assert "Hint: a hint." in message and "on input 3" in message
 
 
-def test_expect_kind_rejects_by_predicate():
-    def is_array(value):
-        return isinstance(value, np.ndarray)
-
-    for answer in (None, (1, 2), 3):
-        _expect_kind("f", [], answer, "a pair", reject=is_array)
-    message = _message(
-        _expect_kind, "f", [], np.zeros(2), "a pair", reject=is_array
+def test_a_refusal_on_some_cases_with_a_hint_read_from_the_answer(capsys):
+    check = Exercise(
+        "f",
+        "works.",
+        [(1,), (2,)],
+        float,
+        refusals=[
+            Refusal(
+                lambda got: got < 0,
+                "returned {got}.",
+                lambda got, n: f"n was {n}.",
+                on=lambda n: n == 2,
+                fields=lambda got: {"got": got},
+            )
+        ],
     )
-    assert message.startswith("f returned a NumPy array; expected a pair.")
+    check(float)
+    assert capsys.readouterr().out == "Correct: f works.\n"
+    assert "a wrong value" in _message(check, lambda n: -1.0)  # case 1
+    message = _message(check, lambda n: -1.0 if n == 2 else float(n))
+    assert (
+        message.startswith("f returned -1.0.") and "Hint: n was 2." in message
+    )
+
+
+def test_a_hint_only_for_a_mistake_that_explains_every_case():
+    check = Exercise(
+        "f",
+        "works.",
+        [(1,), (3,)],
+        lambda n: n,
+        compare="equal",
+        mistakes=[
+            Mistake(lambda n: n + 1, "plus one."),  # 2 on case 1, by chance
+            Mistake(lambda n: 2 * n, "doubled."),
+        ],
+        agree=lambda got, wrong: got == wrong,
+        explain=lambda n: f"Here n = {n}.",
+    )
+    message = _message(check, lambda n: 2 * n)
+    assert "Hint: doubled." in message and "plus one" not in message
+    assert message.endswith("Here n = 1.")
+
+
+def test_a_mistake_seen_in_the_answer_itself():
+    mistake = Mistake(None, "negative.", when=lambda got, n: got < 0)
+    check = Exercise("f", "works.", [(1,)], float, mistakes=[mistake])
+    assert "Hint: negative." in _message(check, lambda n: -5.0)
+    assert "Hint" not in _message(check, lambda n: 5.0)
+
+
+def test_checker_is_the_public_function_with_its_help(capsys):
+    exercise = Exercise("f", "works.", [(1,)], float, doc="Check `f(n)`.")
+    check = exercise.checker()
+    assert (check.__name__, check.__doc__) == ("check_f", "Check `f(n)`.")
+    assert check.__module__ == __name__
+    check(float)
+    assert capsys.readouterr().out == "Correct: f works.\n"
+
+
+def test_message_fills_its_fields_only_when_given():
+    assert message("{a} and {b!r}", a=1, b="x") == "1 and 'x'"
+    assert message("a dict {'k': 1}") == "a dict {'k': 1}"
 
 
 def test_expect_array_rejects_lists_but_not_output_and_weights():

@@ -1,30 +1,23 @@
-"""Shared machinery of the exercise checkers: verdicts, comparisons, messages.
+"""Shared machinery of the exercise checkers: the tables' engine, the
+comparisons and the messages.
 
-The checkers live in one module per chapter (`ch00`, `ch01`, ...); what they
-share is here. A chapter's checker follows one pattern:
-
-```python
-def check_thing(thing):
-    name = "thing"
-
-    def run_cases():
-        given = _copies(x)  # the learner's function may change its input
-        got = _call(thing, name, *given)  # the learner's error, made readable
-        _expect_unchanged(name, None, given, [x])
-        _expect_close(name, [x], got, expected, known_mistakes)
-
-    _verdict(name, "does the thing.", run_cases)
-```
+The checkers live in one module per chapter (`ch00`, `ch01`, ...), each a
+declaration: an `Exercise` holds the cases, the reference answer, the known
+mistakes (`Mistake`: the wrong answer a mistake gives, and its hint) and the
+answers refused before any comparison (`Refusal`); `check_thing =
+THING.checker()` is the public function. Every message is a format string
+of a table, filled in by `message` (`fail` calls it): the one place where a
+translation is to be looked up.
 
 What the machinery promises the learner:
 
-- a message of at most ~15 lines whose first line says what is wrong (`_fail`
+- a message of at most ~15 lines whose first line says what is wrong (`fail`
   builds one; `_expect_close` / `_expect_equal` use it): for arrays the shape,
   the first differing index and both values; for lists the first position that
   differs; a generator, a tuple `(output, weights)` or `None` named as such;
-- an input changed in place named as such, by its name where the checker
+- an input changed in place named as such, by its name where the table
   gives one (`_expect_unchanged`), and an answer of the wrong kind named
-  before it is compared (`_expect_kind`, `_expect_array`, `_expect_returned`);
+  before it is compared (`Refusal`, `_expect_array`, `_expect_returned`);
 - the learner's function named by its own name (`my_softmax`), recorded by
   `_call`;
 - when the learner's code raises: their error, the line of their code it came
@@ -34,9 +27,9 @@ What the machinery promises the learner:
 - tolerances that fit the dtype the learner returned (`_tolerance`): a float32
   answer is accepted;
 - their random state untouched: `_verdict` saves and restores the global
-  random generators of `random`, NumPy and PyTorch around the cases. Checkers
-  should still draw their data from a local generator (`_rng()`,
-  `_torch_generator()`), never from `np.random.seed` / `torch.manual_seed`.
+  random generators of `random`, NumPy and PyTorch around the cases, which
+  draw their data from local generators (`np.random.default_rng(seed)`,
+  `torch.Generator().manual_seed(seed)`).
 """
 
 from __future__ import annotations
@@ -252,9 +245,6 @@ def fail(
     raise error
 
 
-_fail = fail  # the name the checkers not yet written as tables use
-
-
 def _learner_traceback(error: BaseException) -> list[str]:
     """The learner's error with the frames of this package left out."""
     tb = error.__traceback__
@@ -346,7 +336,7 @@ def _call(fn: Callable, name: str, *args, **kwargs):
         inputs_line = (
             "on input " + ", ".join(shown) if shown else "called with no input"
         )
-        _fail(
+        fail(
             name,
             f"raised {type(error).__name__}: {first}",
             details=[inputs_line, *details],
@@ -426,14 +416,14 @@ def _to_array(value) -> np.ndarray:
 def _expect_returned(name: str, inputs: Sequence, got) -> None:
     """Raise ExerciseError if the learner's function returned None."""
     if got is None:
-        _fail(name, "returned None: did you forget `return`?", inputs)
+        fail(name, "returned None: did you forget `return`?", inputs)
 
 
 def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
     """Name the answers of the wrong kind: None, a generator, a tuple, text."""
     _expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
-        _fail(
+        fail(
             name,
             f"returned a {type(got).__name__}, not the values: a generator "
             "expression (x for ...) or map() is evaluated lazily; build the "
@@ -452,7 +442,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             hint = (
                 "return only the output (did you return `(output, weights)`?)"
             )
-        _fail(
+        fail(
             name,
             f"returned a tuple of {len(got)} items ({shapes}); "
             f"expected one array of shape {_shape_text(expected_shape)}.",
@@ -460,7 +450,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             hint,
         )
     if isinstance(got, (str, bytes, dict, set)) or callable(got):
-        _fail(
+        fail(
             name,
             f"should return numbers, but returned {_describe(got, 0)}",
             inputs,
@@ -520,51 +510,69 @@ def _expect_close(
     try:
         got_array = _to_array(got)
     except (TypeError, ValueError) as error:
-        _fail(
-            name,
-            f"should return numbers, but returned {_describe(got, 0)}",
-            inputs,
-            details=[f"NumPy could not read it as an array: {error}"],
-        )
-    subject = f"returned {what} " if what else "returned "
+        detail = message("NumPy could not read it as an array: {e}", e=error)
+        problem = "should return numbers, but returned {got}"
+        fail(name, problem, inputs, None, [detail], got=_describe(got, 0))
     if got_array.shape == expected.shape and np.allclose(
         got_array, expected, rtol=rtol, atol=atol, equal_nan=True
     ):
         return
     hint = _matching_mistake(got_array, known_mistakes, atol, rtol)
+    subject = _subject(what)
     if got_array.shape != expected.shape:
-        problem = (
-            f"{subject}shape {_shape_text(got_array.shape)}, "
-            f"expected shape {_shape_text(expected.shape)}."
+        _wrong_shape(name, inputs, got_array, expected, hint, subject)
+    _wrong_values(name, inputs, got_array, expected, hint, subject, rtol, atol)
+
+
+def _subject(what: str) -> str:
+    """The start of a first line: "returned " or "returned the weights "."""
+    return message("returned {what} ", what=what) if what else "returned "
+
+
+def _wrong_shape(name, inputs, got, expected, hint, subject) -> None:
+    """Fail naming both shapes (and a number returned as an array of one)."""
+    details = []
+    if expected.ndim == 0 and got.size == 1:
+        hint = hint or (
+            "return one number, not an array holding it: float(...) or .item()."
         )
-        details = []
-        if expected.ndim == 0 and got_array.size == 1:
-            hint = hint or (
-                "return one number, not an array holding it: "
-                "float(...) or .item()."
-            )
-        elif got_array.size == expected.size:
-            details.append("(the same number of values, arranged differently)")
-        _fail(name, problem, inputs, hint, details)
-    index, count, largest, nans = _first_difference(
-        got_array, expected, rtol, atol
-    )
-    at = _index_text(index) if expected.ndim else ""
+    elif got.size == expected.size:
+        details.append(
+            message("(the same number of values, arranged differently)")
+        )
+    problem = "{subject}shape {got}, expected shape {expected}."
+    shapes = {
+        "got": _shape_text(got.shape),
+        "expected": _shape_text(expected.shape),
+    }
+    fail(name, problem, inputs, hint, details, subject=subject, **shapes)
+
+
+def _wrong_values(name, inputs, got, expected, hint, subject, rtol, atol):
+    """Fail naming the first differing value, and how many differ."""
+    index, count, largest, nans = _first_difference(got, expected, rtol, atol)
     finite = expected[np.isfinite(expected)]
     scale = float(np.abs(finite).max()) if finite.size else 1.0
+    fields = {"subject": subject, "at": _index_text(index)}
+    fields["expected"] = _number(expected[index], scale)
+    fields["got"] = _number(got[index], scale)
     problem = (
-        f"{subject}a wrong value{' at ' + at if at else ''}: "
-        f"expected {_number(expected[index], scale)}, "
-        f"got {_number(got_array[index], scale)}."
+        "{subject}a wrong value at {at}: expected {expected}, got {got}."
+        if expected.ndim
+        else "{subject}a wrong value: expected {expected}, got {got}."
     )
-    differences = [f"{nans} NaN"] if nans else []
+    differences = [message("{n} NaN", n=nans)] if nans else []
     if count > nans:
-        differences.insert(0, f"largest difference {_number(largest)}")
-    details = [
-        f"{count} of {expected.size} values differ "
-        f"({', '.join(differences)}); the shape is right."
-    ]
-    _fail(name, problem, inputs, hint, details)
+        differences.insert(
+            0, message("largest difference {d}", d=_number(largest))
+        )
+    detail = message(
+        "{count} of {size} values differ ({differences}); the shape is right.",
+        count=count,
+        size=expected.size,
+        differences=", ".join(differences),
+    )
+    fail(name, problem, inputs, hint, [detail], **fields)
 
 
 def _same(a, b) -> bool:
@@ -592,17 +600,16 @@ def _expect_equal(
     """
     if _same(got, expected):
         return
-    subject = f"returned {what} " if what else "returned "
+    subject = _subject(what)
     _expect_returned(name, inputs, got)
     kind = type(expected).__name__
     if isinstance(expected, (list, tuple)) and isinstance(got, Iterator):
-        _fail(
-            name,
-            f"returned a {type(got).__name__}, not a {kind}: a generator "
-            f"expression or map() is lazy; build the {kind} itself "
-            f"({kind}(...) around it, or a loop).",
-            inputs,
+        problem = (
+            "returned a {type}, not a {kind}: a generator expression or map() "
+            "is lazy; build the {kind} itself ({kind}(...) around it, or a "
+            "loop)."
         )
+        fail(name, problem, inputs, type=type(got).__name__, kind=kind)
     hint = next(
         (message for wrong, message in known_mistakes if _same(got, wrong)),
         None,
@@ -610,19 +617,20 @@ def _expect_equal(
     if not (
         isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple))
     ):
-        _fail(
-            name,
-            f"{subject}{_describe(got, 1)}; expected {_describe(expected, 1)}.",
-            inputs,
-            hint,
-        )
+        problem = "{subject}{got}; expected {expected}."
+        fields = {"got": _describe(got, 1), "expected": _describe(expected, 1)}
+        fail(name, problem, inputs, hint, subject=subject, **fields)
     if _same(list(got), list(expected)):
-        _fail(
-            name,
-            f"{subject}a {type(got).__name__}; expected a {kind}.",
-            inputs,
-            hint,
-        )
+        problem = "{subject}a {type}; expected a {kind}."
+        fields = {"type": type(got).__name__, "kind": kind}
+        fail(name, problem, inputs, hint, subject=subject, **fields)
+    problem, details = _first_wrong_item(got, expected, subject)
+    fail(name, problem, inputs, hint, details)
+
+
+def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
+    """The first line naming the first item that differs, missing or extra,
+    and a detail line where the lengths differ too."""
     position = next(
         (
             i
@@ -631,34 +639,51 @@ def _expect_equal(
         ),
         None,
     )
+    fields = {"subject": subject, "n": len(got), "expected": len(expected)}
+    if position is None:
+        more = len(got) > len(expected)
+        problem = message(
+            "{subject}{n} items, expected {expected}: the first {right} are "
+            + (
+                "right; the first extra one is {item!r}."
+                if more
+                else "right; the first missing one is {item!r}."
+            ),
+            right=min(len(got), len(expected)),
+            item=got[len(expected)] if more else expected[len(got)],
+            **fields,
+        )
+        return problem, []
+    a, b = got[position], expected[position]
+    problem = message(
+        "{subject}a wrong item at position {position}: expected {b!r}, got "
+        "{a!r}.",
+        subject=subject,
+        position=position,
+        a=a,
+        b=b,
+    )
+    if (
+        isinstance(a, (list, tuple))
+        and isinstance(b, (list, tuple))
+        and _same(list(a), list(b))
+    ):
+        problem = message(
+            "{subject}item {position} as a {a_type} {a!r}; expected a "
+            "{b_type} {b!r}.",
+            subject=subject,
+            position=position,
+            a_type=type(a).__name__,
+            b_type=type(b).__name__,
+            a=a,
+            b=b,
+        )
     details = []
-    if position is not None:
-        a, b = got[position], expected[position]
-        problem = f"{subject}a wrong item at position {position}: expected {b!r}, got {a!r}."
-        if (
-            isinstance(a, (list, tuple))
-            and isinstance(b, (list, tuple))
-            and _same(list(a), list(b))
-        ):
-            problem = (
-                f"{subject}item {position} as a {type(a).__name__} {a!r}; "
-                f"expected a {type(b).__name__} {b!r}."
-            )
-        if len(got) != len(expected):
-            details.append(
-                f"{len(got)} items returned, {len(expected)} expected."
-            )
-    elif len(got) < len(expected):
-        problem = (
-            f"{subject}{len(got)} items, expected {len(expected)}: the first "
-            f"{len(got)} are right; the first missing one is {expected[len(got)]!r}."
+    if len(got) != len(expected):
+        details.append(
+            message("{n} items returned, {expected} expected.", **fields)
         )
-    else:
-        problem = (
-            f"{subject}{len(got)} items, expected {len(expected)}: the first "
-            f"{len(expected)} are right; the first extra one is {got[len(expected)]!r}."
-        )
-    _fail(name, problem, inputs, hint, details)
+    return problem, details
 
 
 # ---------------------------------------------------------------- kinds
@@ -674,39 +699,6 @@ def _a_kind(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def _is_kind(value, kinds) -> bool:
-    """`isinstance(value, kinds)` for a type or a tuple of types; `kinds(value)`
-    for a predicate such as `_is_tensor`."""
-    if isinstance(kinds, (type, tuple)):
-        return isinstance(value, kinds)
-    return bool(kinds(value))
-
-
-def _expect_kind(
-    name: str,
-    inputs: Sequence,
-    got,
-    expected: str,
-    hint: str | None = None,
-    *,
-    accept=None,
-    reject=None,
-) -> None:
-    """Raise ExerciseError if the answer is not of the kind the exercise asks
-    for: "returned a NumPy array; expected a tensor of shape (2, 3)."
-
-    `accept` (answers of another kind fail) or `reject` (answers of that kind
-    fail) is a type, a tuple of types or a predicate; answers that pass are
-    left to `_expect_close` or `_expect_equal`, which describe the rest.
-    """
-    if (accept is not None and not _is_kind(got, accept)) or (
-        reject is not None and _is_kind(got, reject)
-    ):
-        _fail(
-            name, f"returned {_a_kind(got)}; expected {expected}.", inputs, hint
-        )
-
-
 def _expect_array(name: str, inputs: Sequence, got) -> None:
     """Fail if the answer is a list or tuple of numbers instead of an array.
 
@@ -719,7 +711,7 @@ def _expect_array(name: str, inputs: Sequence, got) -> None:
         return
     if isinstance(got, tuple) and got and np.ndim(got[0]) > 0:
         return  # (output, weights)
-    _fail(
+    fail(
         name,
         f"returned a {type(got).__name__}, not an array.",
         inputs,
@@ -794,7 +786,7 @@ def _expect_unchanged(
         named = [("its input", original) for original in originals]
     for value, (what, original) in zip(given, named, strict=True):
         if not _unchanged(value, original):
-            _fail(
+            fail(
                 name,
                 message(problem, what=what, now=value),
                 [original] if inputs is None else inputs,
@@ -835,18 +827,6 @@ def _preserve_random_state():
                 torch.random.set_rng_state(torch_state)
             if cuda_states is not None:
                 torch.cuda.set_rng_state_all(cuda_states)
-
-
-def _rng(seed: int = 0) -> np.random.Generator:
-    """A local NumPy generator: the learner's `np.random` state is left alone."""
-    return np.random.default_rng(seed)
-
-
-def _torch_generator(seed: int = 0):
-    """A local `torch.Generator`: pass it as `generator=` to `torch.randn` & co."""
-    import torch
-
-    return torch.Generator().manual_seed(seed)
 
 
 # ---------------------------------------------------------------- verdict
@@ -944,40 +924,36 @@ def label(text: str, **fields) -> _Label:
 class Exercise:
     """A checker as data: the cases, the reference and the known mistakes.
 
-    `cases` is a list of the learner's arguments (tuples), or a function
-    that builds it (seeded models, inside the verdict that restores the
-    random state). `reference(*case)` is the expected answer; `shown(*case)`
-    the inputs a message shows (the case itself by default). The first
-    `shared` arguments (a model) are passed as they are; the others are
-    copies, and a change to them fails with `in_place` (a problem and a
-    hint, formatted with `what`, the input's name from `names`, and `now`).
-    `convert(name, shown, got)` reads the answer before it is compared,
-    as "close" (arrays, numbers), "equal" (exact answers, `what` names them)
-    or by `compare(name, shown, got, expected, *case)` itself; `array` refuses lists where an array is asked for; `quiet`
-    silences NumPy's warnings around the learner's function.
+    Each case is a tuple of the learner's arguments; the first `shared` (a
+    model) are passed as they are, the others as copies, which must come
+    back unchanged. A case's answer is refused, read (`convert`) and then
+    compared with `reference(*case)`: by `compare`, "close" (arrays,
+    numbers), "equal" (exact answers) or a function of its own.
     """
 
-    name: str
-    success: str
-    cases: Sequence[tuple] | Callable[[], Sequence[tuple]]
-    reference: Callable
+    name: str  # the function's name in messages: "softmax"
+    success: str  # "Correct: softmax {success}"
+    cases: Sequence[tuple] | Callable[[], Sequence[tuple]]  # or built late
+    reference: Callable  # reference(*case): the right answer
     mistakes: Sequence[Mistake] = ()
     refusals: Sequence[Refusal] = ()
-    compare: str | Callable = "close"
-    array: bool = False
-    quiet: bool = False
-    atol: float | None = None
-    shown: Callable | None = None
-    shared: int = 0
+    compare: str | Callable = "close"  # or (name, shown, got, expected, *case)
+    array: bool = False  # refuse a list where an array is asked for
+    quiet: bool = False  # NumPy's warnings silenced around the learner's code
+    atol: float | None = None  # the float64 tolerance of "close"
+    shown: Callable | None = None  # shown(*case): the inputs a message shows
+    shared: int = 0  # the first arguments, given as they are (not copied)
+    # a change in place: (problem, hint), formatted with `what` (its name in
+    # `names`) and `now`; or a check of its own (name, shown, given, originals)
     in_place: tuple[str, str | None] | Callable | None = None
     names: Sequence[str] | None = None
-    convert: Callable | None = None
-    what: str = ""
-    agree: Callable | None = None
-    explain: Callable | None = None
-    inspect: Callable | None = None
-    errors: Sequence[tuple[str, str]] = ()
-    doc: str = ""
+    convert: Callable | None = None  # (name, shown, got) -> the answer read
+    what: str = ""  # "equal" names the answer: "returned {what} ..."
+    agree: Callable | None = None  # a hint only for a mistake agreeing on all
+    explain: Callable | None = None  # explain(*case): a last line on failure
+    inspect: Callable | None = None  # (name, fn, shown), after the first call
+    errors: Sequence[tuple[str, str]] = ()  # (text of their error, hint)
+    doc: str = ""  # the help of check_<name>
 
     def _unchanged(self, given: Sequence, args: Sequence, shown) -> None:
         originals = args[self.shared :]
