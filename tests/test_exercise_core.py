@@ -17,13 +17,13 @@ from exercise_helpers import assert_random_state_untouched, assert_short_message
 
 from transformer_course.exercises import ExerciseError
 from transformer_course.exercises._core import (
-    _call,
-    _describe,
-    _expect_close,
-    _expect_equal,
     _Label,
     _tolerance,
-    _verdict,
+    call,
+    describe,
+    expect_close,
+    expect_equal,
+    verdict,
 )
 
 
@@ -33,11 +33,11 @@ def check_double(double):
     x = np.arange(256.0).reshape(16, 16)  # too big to print in full
 
     def run_cases():
-        got = _call(double, name, x.copy())
+        got = call(double, name, x.copy())
         mistakes = [(x + 2, "you added 2 instead of multiplying by 2.")]
-        _expect_close(name, [x], got, 2 * x, mistakes)
+        expect_close(name, [x], got, 2 * x, mistakes)
 
-    _verdict(name, "doubles every entry.", run_cases)
+    verdict(name, "doubles every entry.", run_cases)
 
 
 def check_pairs(pairs):
@@ -45,12 +45,12 @@ def check_pairs(pairs):
     name = "pairs"
 
     def run_cases():
-        got = _call(pairs, name, 4)
+        got = call(pairs, name, 4)
         expected = [(0, 1), (1, 2), (2, 3)]
         mistakes = [([(0, 1), (1, 2)], "range(n - 2) stops one pair early.")]
-        _expect_equal(name, [4], got, expected, mistakes)
+        expect_equal(name, [4], got, expected, mistakes)
 
-    _verdict(name, "lists the pairs.", run_cases)
+    verdict(name, "lists the pairs.", run_cases)
 
 
 def _message(check, answer) -> str:
@@ -258,19 +258,19 @@ def test_every_checker_names_the_learners_stub(check, capsys):
 
 
 def test_inputs_are_described_briefly():
-    assert _describe(_Label("x of shape (2, 5, 16)")) == "x of shape (2, 5, 16)"
-    assert _describe(torch.zeros(2, 5, 16)) == (
+    assert describe(_Label("x of shape (2, 5, 16)")) == "x of shape (2, 5, 16)"
+    assert describe(torch.zeros(2, 5, 16)) == (
         "tensor of shape (2, 5, 16), torch.float32"
     )
-    assert _describe(torch.nn.Linear(2, 3)) == "a Linear module"
-    assert _describe(np.zeros((16, 16))) == "array of shape (16, 16)"
-    assert _describe(np.eye(2)).splitlines()[1:] == ["[[1., 0.],", " [0., 1.]]"]
-    assert len(_describe(list(range(100)))) < 80
+    assert describe(torch.nn.Linear(2, 3)) == "a Linear module"
+    assert describe(np.zeros((16, 16))) == "array of shape (16, 16)"
+    assert describe(np.eye(2)).splitlines()[1:] == ["[[1., 0.],", " [0., 1.]]"]
+    assert len(describe(list(range(100)))) < 80
 
 
 def _close_message(got, expected, inputs=(1.0,)) -> str:
     with pytest.raises(ExerciseError) as failure:
-        _expect_close("my_f", list(inputs), got, np.asarray(expected))
+        expect_close("my_f", list(inputs), got, np.asarray(expected))
     return str(failure.value)
 
 

@@ -1,7 +1,7 @@
 """The checks that chapters share, from transformer_course/exercises/_core.py:
-inputs changed in place (`_expect_unchanged`, `_copies`), answers of the
+inputs changed in place (`expect_unchanged`, `_copies`), answers of the
 wrong kind (`Refusal`, `_expect_array`), a missing `return`
-(`_expect_returned`), and the engine of the tables (`Exercise`, `Mistake`,
+(`expect_returned`), and the engine of the tables (`Exercise`, `Mistake`,
 `message`)."""
 
 import numpy as np
@@ -17,8 +17,8 @@ from transformer_course.exercises._core import (
     _a_kind,
     _copies,
     _expect_array,
-    _expect_returned,
-    _expect_unchanged,
+    expect_returned,
+    expect_unchanged,
     message,
 )
 
@@ -60,15 +60,15 @@ def test_copies_are_independent_and_of_the_same_kind():
     ids=["array", "tensor", "list", "str"],
 )
 def test_unchanged_inputs_pass(value):
-    _expect_unchanged("f", None, _copies(value), [value])
-    _expect_unchanged("f", [value], _copies(value), {"x": value}, "{what}")
+    expect_unchanged("f", None, _copies(value), [value])
+    expect_unchanged("f", [value], _copies(value), {"x": value}, "{what}")
 
 
 def test_an_unnamed_array_changed_keeps_the_numpy_message():
     x = np.array([1.0, 2.0, 3.0])
     given = x.copy()
     given -= 1.0
-    message = _message(_expect_unchanged, "f", None, [given], [x])
+    message = _message(expect_unchanged, "f", None, [given], [x])
     lines = message.splitlines()
     assert lines[0].startswith("f changed its input in place; return a new")
     assert "x -= m, x /= s" in _flat(message)
@@ -81,7 +81,7 @@ def test_the_first_changed_input_is_named():
     given = _copies(logits, target)
     given[1][0] = 0
     message = _message(
-        _expect_unchanged,
+        expect_unchanged,
         "loss",
         [logits, target],
         given,
@@ -98,12 +98,12 @@ def test_a_changed_shape_is_a_change_not_a_broadcasting_error():
     x = torch.zeros(2, 3)
     given = x.clone()
     given.unsqueeze_(0)  # (1, 2, 3) == (2, 3) would broadcast to True
-    message = _message(_expect_unchanged, "f", None, [given], [x])
+    message = _message(expect_unchanged, "f", None, [given], [x])
     assert "changed its input in place" in message
     array = np.zeros((2, 3))
     given = array.copy()
     given.shape = (3, 2)
-    _message(_expect_unchanged, "f", None, [given], [array])
+    _message(expect_unchanged, "f", None, [given], [array])
 
 
 def test_a_changed_list_can_be_shown_as_it_is_now():
@@ -111,7 +111,7 @@ def test_a_changed_list_can_be_shown_as_it_is_now():
     given = _copies(ids)
     given[0].append(2)
     message = _message(
-        _expect_unchanged,
+        expect_unchanged,
         "frame",
         [ids],
         given,
@@ -128,7 +128,7 @@ def test_a_changed_list_can_be_shown_as_it_is_now():
 def test_given_and_originals_must_line_up():
     x = np.zeros(2)
     with pytest.raises(ValueError):
-        _expect_unchanged("f", None, _copies(x, x), [x])
+        expect_unchanged("f", None, _copies(x, x), [x])
 
 
 # ---------------------------------------------------------------- kinds
@@ -238,6 +238,6 @@ def test_expect_array_rejects_lists_but_not_output_and_weights():
 
 
 def test_expect_returned():
-    _expect_returned("f", [1], 0)
-    message = _message(_expect_returned, "f", [1], None)
+    expect_returned("f", [1], 0)
+    message = _message(expect_returned, "f", [1], None)
     assert message.startswith("f returned None: did you forget `return`?")

@@ -12,21 +12,21 @@ translation is to be looked up.
 What the machinery promises the learner:
 
 - a message of at most ~15 lines whose first line says what is wrong (`fail`
-  builds one; `_expect_close` / `_expect_equal` use it): for arrays the shape,
+  builds one; `expect_close` / `expect_equal` use it): for arrays the shape,
   the first differing index and both values; for lists the first position that
   differs; a generator, a tuple `(output, weights)` or `None` named as such;
 - an input changed in place named as such, by its name where the table
-  gives one (`_expect_unchanged`), and an answer of the wrong kind named
-  before it is compared (`Refusal`, `_expect_array`, `_expect_returned`);
+  gives one (`expect_unchanged`), and an answer of the wrong kind named
+  before it is compared (`Refusal`, `_expect_array`, `expect_returned`);
 - the learner's function named by its own name (`my_softmax`), recorded by
-  `_call`;
+  `call`;
 - when the learner's code raises: their error, the line of their code it came
   from and the shapes of the inputs; in Jupyter the traceback through this
   package is hidden (`ExerciseError._render_traceback_`, which IPython calls
   instead of printing its own traceback), only their own frames are shown;
 - tolerances that fit the dtype the learner returned (`_tolerance`): a float32
   answer is accepted;
-- their random state untouched: `_verdict` saves and restores the global
+- their random state untouched: `verdict` saves and restores the global
   random generators of `random`, NumPy and PyTorch around the cases, which
   draw their data from local generators (`np.random.default_rng(seed)`,
   `torch.Generator().manual_seed(seed)`).
@@ -80,7 +80,7 @@ class _NotDone(Exception):
         self.function_name = function_name
 
 
-# The learner's own function names, by the checker's name for them: `_call`
+# The learner's own function names, by the checker's name for them: `call`
 # records `my_softmax` for "softmax", and messages use it.
 _learner_names: dict[str, str] = {}
 
@@ -100,14 +100,14 @@ def _function_name(fn: Callable, default: str) -> str:
 # ---------------------------------------------------------------- describing
 
 
-def _is_tensor(value) -> bool:
+def is_tensor(value) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _is_array(value) -> bool:
+def is_array(value) -> bool:
     """Whether `value` is a tensor or a NumPy array."""
-    return _is_tensor(value) or isinstance(value, np.ndarray)
+    return is_tensor(value) or isinstance(value, np.ndarray)
 
 
 def _shape_text(shape) -> str:
@@ -124,7 +124,7 @@ class _Label(str):
     `_Label("x of shape (2, 5, 16)")` for an input too big to print."""
 
 
-def _describe(value, max_lines: int = 4) -> str:
+def describe(value, max_lines: int = 4) -> str:
     """A short, readable rendering of an input or output for a message.
 
     Small arrays are printed in full (at most `max_lines` lines), larger ones
@@ -133,7 +133,7 @@ def _describe(value, max_lines: int = 4) -> str:
     """
     if isinstance(value, _Label):
         return str(value)
-    if _is_tensor(value):
+    if is_tensor(value):
         return f"tensor of shape {_shape_text(value.shape)}, {value.dtype}"
     if isinstance(value, np.ndarray):
         head = f"array of shape {_shape_text(value.shape)}"
@@ -182,10 +182,10 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
     if not inputs:
         return "called with no input"
     # the first input in full when it is small, the others by shape
-    described = [_describe(inputs[0], max_lines=max_lines - len(inputs))]
-    described += [_describe(value, max_lines=1) for value in inputs[1:]]
+    described = [describe(inputs[0], max_lines=max_lines - len(inputs))]
+    described += [describe(value, max_lines=1) for value in inputs[1:]]
     if sum(text.count("\n") + 1 for text in described) > max_lines:
-        described = [_describe(value, max_lines=0) for value in inputs]
+        described = [describe(value, max_lines=0) for value in inputs]
     one_line = "on input " + ", ".join(described)
     if "\n" not in one_line and len(one_line) <= _WIDTH:
         return one_line
@@ -298,19 +298,19 @@ def _learner_line(error: BaseException, fn: Callable) -> str | None:
 
 def _brief_input(value) -> str:
     """An input by its shape: what a learner needs to understand an error."""
-    if _is_array(value):
-        kind = "tensor" if _is_tensor(value) else "array"
+    if is_array(value):
+        kind = "tensor" if is_tensor(value) else "array"
         return f"{kind} {_shape_text(value.shape)} {value.dtype}"
-    return _describe(value, max_lines=0)
+    return describe(value, max_lines=0)
 
 
 # ---------------------------------------------------------------- calling
 
 
-def _call(fn: Callable, name: str, *args, **kwargs):
+def call(fn: Callable, name: str, *args, **kwargs):
     """Call the learner's `fn`; turn its exceptions into messages about the input.
 
-    The stub's NotImplementedError becomes "Not done yet" (see `_verdict`);
+    The stub's NotImplementedError becomes "Not done yet" (see `verdict`);
     any other error becomes an ExerciseError that names the learner's
     function, their error, the line of their code and the shapes of the
     inputs, and chains their error (shown in Jupyter without our frames).
@@ -345,10 +345,10 @@ def _call(fn: Callable, name: str, *args, **kwargs):
 
 
 def _call_with_hints(fn: Callable, name: str, hints, *args):
-    """`_call`, with a hint when the learner's error matches a known mistake:
+    """`call`, with a hint when the learner's error matches a known mistake:
     `hints` is a list of (text in the error message, hint)."""
     try:
-        return _call(fn, name, *args)
+        return call(fn, name, *args)
     except ExerciseError as failure:
         cause = failure.__cause__
         text = str(cause) if cause is not None else ""
@@ -370,7 +370,7 @@ _FLOAT64 = (1e-5, 1e-6)  # (rtol, atol) for float64 answers: round-off only
 
 def _dtype_of(value) -> str:
     """The dtype of the learner's answer as a NumPy name (`float32`, ...)."""
-    if _is_tensor(value):
+    if is_tensor(value):
         return str(value.dtype).removeprefix("torch.")
     if isinstance(value, (np.ndarray, np.generic)):
         return str(value.dtype)
@@ -403,9 +403,9 @@ def _tolerance(
 # ---------------------------------------------------------------- comparing
 
 
-def _to_array(value) -> np.ndarray:
+def to_array(value) -> np.ndarray:
     """The learner's answer as a float64 NumPy array (tensors detached)."""
-    if _is_tensor(value):
+    if is_tensor(value):
         value = value.detach().cpu()
         if value.dtype.is_floating_point or value.dtype.is_complex:
             value = value.double()
@@ -413,7 +413,7 @@ def _to_array(value) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
-def _expect_returned(name: str, inputs: Sequence, got) -> None:
+def expect_returned(name: str, inputs: Sequence, got) -> None:
     """Raise ExerciseError if the learner's function returned None."""
     if got is None:
         fail(name, "returned None: did you forget `return`?", inputs)
@@ -421,7 +421,7 @@ def _expect_returned(name: str, inputs: Sequence, got) -> None:
 
 def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
     """Name the answers of the wrong kind: None, a generator, a tuple, text."""
-    _expect_returned(name, inputs, got)
+    expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
         fail(
             name,
@@ -430,7 +430,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             "result with a list or an array.",
             inputs,
         )
-    if isinstance(got, tuple) and got and _is_array(got[0]):
+    if isinstance(got, tuple) and got and is_array(got[0]):
         shapes = ", ".join(
             _shape_text(item.shape)
             if hasattr(item, "shape")
@@ -452,7 +452,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
     if isinstance(got, (str, bytes, dict, set)) or callable(got):
         fail(
             name,
-            f"should return numbers, but returned {_describe(got, 0)}",
+            f"should return numbers, but returned {describe(got, 0)}",
             inputs,
         )
 
@@ -462,7 +462,7 @@ def _matching_mistake(
 ) -> str | None:
     """The message of the first known mistake that `got` equals, if any."""
     for wrong, message in known_mistakes:
-        wrong = _to_array(wrong)
+        wrong = to_array(wrong)
         if wrong.shape == got.shape and np.allclose(
             got, wrong, rtol=rtol, atol=atol, equal_nan=True
         ):
@@ -486,7 +486,7 @@ def _first_difference(
     return index, count, largest, nans
 
 
-def _expect_close(
+def expect_close(
     name: str,
     inputs: Sequence,
     got,
@@ -504,15 +504,15 @@ def _expect_close(
     message names the shape or the first differing index with both values.
     `what` names the answer in the first line ("the weights", ...).
     """
-    expected = _to_array(expected)
+    expected = to_array(expected)
     _wrong_type(name, inputs, got, expected.shape)
     rtol, atol = _tolerance(got, atol, rtol)
     try:
-        got_array = _to_array(got)
+        got_array = to_array(got)
     except (TypeError, ValueError) as error:
         detail = message("NumPy could not read it as an array: {e}", e=error)
         problem = "should return numbers, but returned {got}"
-        fail(name, problem, inputs, None, [detail], got=_describe(got, 0))
+        fail(name, problem, inputs, None, [detail], got=describe(got, 0))
     if got_array.shape == expected.shape and np.allclose(
         got_array, expected, rtol=rtol, atol=atol, equal_nan=True
     ):
@@ -575,7 +575,7 @@ def _wrong_values(name, inputs, got, expected, hint, subject, rtol, atol):
     fail(name, problem, inputs, hint, [detail], **fields)
 
 
-def _same(a, b) -> bool:
+def same(a, b) -> bool:
     """`a == b` as one bool; False where the comparison itself fails."""
     try:
         return bool(a == b)
@@ -583,7 +583,7 @@ def _same(a, b) -> bool:
         return False
 
 
-def _expect_equal(
+def expect_equal(
     name: str,
     inputs: Sequence,
     got,
@@ -598,10 +598,10 @@ def _expect_equal(
     first missing or extra item; a generator, a tuple instead of a list and
     `None` are named as such.
     """
-    if _same(got, expected):
+    if same(got, expected):
         return
     subject = _subject(what)
-    _expect_returned(name, inputs, got)
+    expect_returned(name, inputs, got)
     kind = type(expected).__name__
     if isinstance(expected, (list, tuple)) and isinstance(got, Iterator):
         problem = (
@@ -611,16 +611,16 @@ def _expect_equal(
         )
         fail(name, problem, inputs, type=type(got).__name__, kind=kind)
     hint = next(
-        (message for wrong, message in known_mistakes if _same(got, wrong)),
+        (message for wrong, message in known_mistakes if same(got, wrong)),
         None,
     )
     if not (
         isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple))
     ):
         problem = "{subject}{got}; expected {expected}."
-        fields = {"got": _describe(got, 1), "expected": _describe(expected, 1)}
+        fields = {"got": describe(got, 1), "expected": describe(expected, 1)}
         fail(name, problem, inputs, hint, subject=subject, **fields)
-    if _same(list(got), list(expected)):
+    if same(list(got), list(expected)):
         problem = "{subject}a {type}; expected a {kind}."
         fields = {"type": type(got).__name__, "kind": kind}
         fail(name, problem, inputs, hint, subject=subject, **fields)
@@ -635,7 +635,7 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
         (
             i
             for i, (a, b) in enumerate(zip(got, expected, strict=False))
-            if not _same(a, b)
+            if not same(a, b)
         ),
         None,
     )
@@ -666,7 +666,7 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
     if (
         isinstance(a, (list, tuple))
         and isinstance(b, (list, tuple))
-        and _same(list(a), list(b))
+        and same(list(a), list(b))
     ):
         problem = message(
             "{subject}item {position} as a {a_type} {a!r}; expected a "
@@ -692,7 +692,7 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
 def _a_kind(value) -> str:
     """What kind of thing `value` is, for a message: `a tensor`, `a NumPy
     array`, `a list`, ..."""
-    if _is_tensor(value):
+    if is_tensor(value):
         return "a tensor"
     if isinstance(value, np.ndarray):
         return "a NumPy array"
@@ -704,7 +704,7 @@ def _expect_array(name: str, inputs: Sequence, got) -> None:
 
     Chapters 2-4 ask for arrays, and the code after each exercise slices,
     broadcasts or multiplies the answer (`rotate_pair(q, m, t) @ ...`), which
-    a list does not support. A tuple of arrays is left to `_expect_close`,
+    a list does not support. A tuple of arrays is left to `expect_close`,
     which names `(output, weights)`.
     """
     if not isinstance(got, (list, tuple)):
@@ -741,7 +741,7 @@ def _copies(*values) -> tuple:
     them: tensors cloned, arrays copied, anything else deep-copied."""
     return tuple(
         value.clone()
-        if _is_tensor(value)
+        if is_tensor(value)
         else value.copy()
         if isinstance(value, np.ndarray)
         else copy.deepcopy(value)
@@ -752,18 +752,18 @@ def _copies(*values) -> tuple:
 def _unchanged(given, original) -> bool:
     """Whether `given` still holds `original`: the same shape and values for
     tensors and arrays, `==` for lists, tuples and the rest."""
-    if _is_tensor(original):
+    if is_tensor(original):
         return (
-            _is_tensor(given)
+            is_tensor(given)
             and given.shape == original.shape
             and bool((given == original).all())
         )
     if isinstance(original, np.ndarray):
         return np.array_equal(np.asarray(given), original)
-    return _same(given, original)
+    return same(given, original)
 
 
-def _expect_unchanged(
+def expect_unchanged(
     name: str,
     inputs: Sequence | None,
     given: Sequence,
@@ -832,7 +832,7 @@ def _preserve_random_state():
 # ---------------------------------------------------------------- verdict
 
 
-def _verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
+def verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
     """Run the cases and print the verdict; a wrong answer raises ExerciseError.
 
     The learner's random state is saved and restored around the cases.
@@ -960,13 +960,13 @@ class Exercise:
         if self.names is not None:
             originals = dict(zip(self.names, originals, strict=True))
         if self.in_place is None:
-            _expect_unchanged(self.name, None, given, originals)
+            expect_unchanged(self.name, None, given, originals)
             return
         if callable(self.in_place):  # a check of its own
             self.in_place(self.name, shown, given, originals)
             return
         problem, hint = self.in_place
-        _expect_unchanged(self.name, shown, given, originals, problem, hint)
+        expect_unchanged(self.name, shown, given, originals, problem, hint)
 
     def _answer(self, fn: Callable, args: tuple, first: bool = False):
         """Call `fn` on one case: (its answer, read; the inputs shown; the
@@ -1010,11 +1010,11 @@ class Exercise:
                 self.compare(self.name, shown, got, expected, *args)
             elif self.compare == "equal":
                 what = message(self.what) if self.what else ""
-                _expect_equal(
+                expect_equal(
                     self.name, shown, got, expected, mistakes, what=what
                 )
             else:
-                _expect_close(
+                expect_close(
                     self.name, shown, got, expected, mistakes, self.atol
                 )
         except ExerciseError as error:
@@ -1062,7 +1062,7 @@ class Exercise:
             for i, args in enumerate(cases):
                 self.check_case(fn, args, first=i == 0)
 
-        _verdict(self.name, message(self.success), run_cases)
+        verdict(self.name, message(self.success), run_cases)
 
     def checker(self) -> Callable[[Callable], None]:
         """The public `check_<name>(fn)` of this exercise, `doc` its help."""

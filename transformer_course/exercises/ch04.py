@@ -10,8 +10,8 @@ from transformer_course.exercises._core import (
     Exercise,
     Mistake,
     Refusal,
-    _describe,
-    _expect_returned,
+    describe,
+    expect_returned,
     fail,
 )
 
@@ -398,10 +398,10 @@ def _sequences() -> list[_Sequence]:
 
 def _judge_leaks(name, shown, got, leaks, sequence) -> None:
     """True or False, and the right one, with the hint for a wrong verdict."""
-    _expect_returned(name, shown, got)
+    expect_returned(name, shown, got)
     if not isinstance(got, bool | np.bool_):
         problem = "returned {got}; expected True or False."
-        fail(name, problem, shown, got=_describe(got, 0))
+        fail(name, problem, shown, got=describe(got, 0))
     if bool(got) == leaks:
         return
     if leaks:

@@ -9,10 +9,10 @@ import numpy as np
 from transformer_course.exercises._core import (
     Exercise,
     Mistake,
-    _call,
-    _expect_close,
-    _to_array,
-    _verdict,
+    call,
+    expect_close,
+    to_array,
+    verdict,
     fail,
     label,
     message,
@@ -167,7 +167,7 @@ def check_causal_self_attention(causal_self_attention: Callable) -> None:
             lower = torch.ones(T, T, dtype=torch.bool).tril()
             _one_causal_case(causal_self_attention, name, mha, x, lower)
 
-    _verdict(name, message("hides the future from every token."), run_cases)
+    verdict(name, message("hides the future from every token."), run_cases)
 
 
 def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
@@ -175,19 +175,19 @@ def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
     import torch
 
     with torch.no_grad():
-        got = _call(causal_self_attention, name, mha, x.clone())
+        got = call(causal_self_attention, name, mha, x.clone())
         mistakes = [
             (mha(x, x, x, mask=wrong(lower)), message(hint))
             for wrong, hint in _CAUSAL_MISTAKES
         ]
         shown = [mha, x]
         expected = mha(x, x, x, mask=lower)
-        _expect_close(name, shown, got, expected, mistakes, atol=1e-5)
+        expect_close(name, shown, got, expected, mistakes, atol=1e-5)
         changed = x.clone()
         changed[:, -1] += 1.0
-        later = _call(causal_self_attention, name, mha, changed)
-        earlier = _to_array(later)[:, :-1]
-        if not np.allclose(earlier, _to_array(got)[:, :-1], atol=1e-4):
+        later = call(causal_self_attention, name, mha, changed)
+        earlier = to_array(later)[:, :-1]
+        if not np.allclose(earlier, to_array(got)[:, :-1], atol=1e-4):
             problem = (
                 "leaks the future: changing the last token changed the "
                 "outputs of earlier ones."

@@ -19,12 +19,12 @@ from transformer_course.exercises._core import (
     Exercise,
     Mistake,
     Refusal,
-    _call,
-    _describe,
-    _expect_returned,
-    _is_array,
-    _is_tensor,
-    _verdict,
+    call,
+    describe,
+    expect_returned,
+    is_array,
+    is_tensor,
+    verdict,
     fail,
     label,
     message,
@@ -83,7 +83,7 @@ def _as_steps(name: str, shown, got):
             "a float."
         )
         problem = "returned {got}: steps are whole numbers, return ints."
-        fail(name, problem, shown, hint, got=_describe(got, 0))
+        fail(name, problem, shown, hint, got=describe(got, 0))
     return tuple(int(v) if isinstance(v, (int, np.integer)) else v for v in got)
 
 
@@ -112,7 +112,7 @@ HALF_PEAK_STEPS = Exercise(
     compare="equal",
     refusals=[
         Refusal(
-            _is_array,
+            is_array,
             "returned {kind}; expected a tuple of two ints (rising, falling).",
             "return (rising, falling) with plain ints: tuple(int(v) for v in "
             "...).",
@@ -193,7 +193,7 @@ def _padded(batches, lengths, side):
 
 def _as_batches(name: str, shown, got) -> list[list[int]]:
     """The learner's batches as lists of ints, or a message saying what they are."""
-    _expect_returned(name, shown, got)
+    expect_returned(name, shown, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
         problem = (
             "returned a {type}, not a list of batches: a generator is lazy "
@@ -208,7 +208,7 @@ def _as_batches(name: str, shown, got) -> list[list[int]]:
         problem = (
             "must return a list of batches, each a list of indices; got {got}."
         )
-        fail(name, problem, shown, got=_describe(got, 0))
+        fail(name, problem, shown, got=describe(got, 0))
     return [_as_indices(name, shown, batch, i) for i, batch in enumerate(got)]
 
 
@@ -227,12 +227,12 @@ def _as_indices(name: str, shown, batch, position: int) -> list[int]:
             "returned {got} as batch {position}; each batch must be a list "
             "of indices."
         )
-        fail(name, problem, shown, got=_describe(batch, 0), position=position)
+        fail(name, problem, shown, got=describe(batch, 0), position=position)
     for item in items:
         if isinstance(item, (tuple, list)):
             what = message("a (source, target) pair of lengths")
         elif not hasattr(item, "__index__"):
-            what = _describe(item, 0)
+            what = describe(item, 0)
         else:
             continue
         problem = (
@@ -518,7 +518,7 @@ def _smoothing_cases():
 
 def _one_number(name: str, shown, got):
     """A tensor answer detached, as a 0-d tensor; more than one number fails."""
-    if not _is_tensor(got):
+    if not is_tensor(got):
         return got
     got = got.detach()
     if got.numel() != 1:
@@ -634,7 +634,7 @@ _PLAIN = (bool, int, float, str, bytes, type(None))
 def _first_unsafe(value, path: str = "state"):
     """(path, value) of the first item that is not plain data
     (tensors, numbers, strings, bytes, lists, tuples, dicts, sets), if any."""
-    if _is_tensor(value) or type(value) in _PLAIN:
+    if is_tensor(value) or type(value) in _PLAIN:
         return None
     if isinstance(value, dict):
         items = [(f"{path}[{key!r}]", item) for key, item in value.items()]
@@ -700,7 +700,7 @@ def _generator_states():
 
 
 def _same_state(a, b) -> bool:
-    if _is_tensor(a):
+    if is_tensor(a):
         return bool(a.shape == b.shape and (a == b).all())
     if isinstance(a, np.ndarray):
         return np.array_equal(a, b)
@@ -755,7 +755,7 @@ def _seed_all(seed: int) -> None:
 def _captured(name: str, shown, capture: Callable):
     """The learner's state, checked to leave the generators as they were."""
     before = _generator_states()
-    state = _call(capture, name)
+    state = call(capture, name)
     after = _generator_states()
     for (what, _), b, a in zip(_GENERATORS, before, after, strict=True):
         if not _same_state(b, a):
@@ -769,7 +769,7 @@ def _captured(name: str, shown, capture: Callable):
                 "np.random.get_state() and torch.get_rng_state() only read."
             )
             fail(name, problem, shown, hint, what=what)
-    _expect_returned(name, shown, state)
+    expect_returned(name, shown, state)
     return state
 
 
@@ -871,8 +871,8 @@ def check_rng_checkpoint(capture, restore: Callable | None = None) -> None:
         state = _saved_and_loaded(name, shown, _captured(name, shown, capture))
         expected = _draws()
         _seed_all(99)
-        _call(restore, "restore", state)
+        call(restore, "restore", state)
         _expect_restored(name, shown, _draws(), expected)
 
     success = "brings back every generator, through weights_only."
-    _verdict(name, message(success), run_cases)
+    verdict(name, message(success), run_cases)

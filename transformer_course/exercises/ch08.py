@@ -10,10 +10,10 @@ from transformer_course.exercises._core import (
     IN_PLACE_NEEDED,
     Exercise,
     Mistake,
-    _describe,
-    _expect_close,
-    _expect_equal,
-    _same,
+    describe,
+    expect_close,
+    expect_equal,
+    same,
     fail,
     message,
 )
@@ -119,7 +119,7 @@ CLIPPED_MATCHES_MULTI = Exercise(
     convert=lambda name, shown, got: (
         tuple(got) if isinstance(got, list) else got
     ),
-    agree=_same,
+    agree=same,
     mistakes=[
         Mistake(
             lambda hyp, refs, n: _clipped(hyp, refs, n, sum),
@@ -508,7 +508,7 @@ def _as_three_tensors(name: str, shown, got):
                 "a {type} of {n} items", type=type(got).__name__, n=len(got)
             )
             if isinstance(got, (tuple, list))
-            else _describe(got, 0)
+            else describe(got, 0)
         )
         problem = (
             "must return three things: (scores, parents, tokens), each of k "
@@ -532,7 +532,7 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
     got_scores, got_parents, got_tokens = got
     best, parents, tokens = expected
     scores_known = known("scores", got_scores)
-    _expect_close(name, shown, got_scores, best, scores_known, what="scores")
+    expect_close(name, shown, got_scores, best, scores_known, what="scores")
     for what, values in [("parents", got_parents), ("tokens", got_tokens)]:
         if values.dtype.is_floating_point or values.dtype == torch.bool:
             problem = (
@@ -549,7 +549,7 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
         ("tokens", got_tokens, tokens),
     ]:
         right, values = right.tolist(), values.tolist()
-        _expect_equal(name, shown, values, right, known(what), what=what)
+        expect_equal(name, shown, values, right, known(what), what=what)
 
 
 BEAM_STEP = Exercise(

@@ -12,12 +12,12 @@ from transformer_course.exercises._core import (
     Exercise,
     Mistake,
     Refusal,
-    _call,
-    _expect_close,
-    _expect_equal,
-    _expect_unchanged,
-    _same,
-    _verdict,
+    call,
+    expect_close,
+    expect_equal,
+    expect_unchanged,
+    same,
+    verdict,
     fail,
     label,
     message,
@@ -128,7 +128,7 @@ def _merge_states(name, result, shapes, shown) -> list[np.ndarray]:
         fail(name, problem, shown, hint, result=_describe_result(result))
     try:
         states = [np.asarray(r) for r in result]
-        # float32 stays float32: _expect_close's tolerance follows the dtype
+        # float32 stays float32: expect_close's tolerance follows the dtype
         states = [
             state if state.dtype.kind == "f" else state.astype(np.float64)
             for state in states
@@ -198,8 +198,8 @@ def _merge_cases():
 def _check_merge(merge_partials, name, shown, state, part):
     """One call of the learner's merge: its (m, ell, a) compared in turn."""
     given = [tuple(np.array(x) for x in s) for s in (state, part)]
-    result = _call(merge_partials, name, *given)
-    _expect_unchanged(
+    result = call(merge_partials, name, *given)
+    expect_unchanged(
         name,
         shown,
         [x for s in given for x in s],
@@ -216,7 +216,7 @@ def _check_merge(merge_partials, name, shown, state, part):
     for i, what in enumerate(("an m with", "an ell with", "an a with")):
         mistakes = [(w[i], hint) for w, hint in wrong]
         what = message(what)
-        _expect_close(name, shown, got[i], want[i], mistakes, what=what)
+        expect_close(name, shown, got[i], want[i], mistakes, what=what)
     return want
 
 
@@ -234,7 +234,7 @@ def check_merge_partials(merge_partials: Callable) -> None:
             assert np.allclose(state[2] / state[1], attention)
 
     success = "rescales each part's sums to the larger maximum."
-    _verdict(name, message(success), run_cases)
+    verdict(name, message(success), run_cases)
 
 
 # ------------------------------------------------------------ KV cache size
@@ -356,13 +356,13 @@ def check_kv_cache_size(kv_cache_size: Callable) -> None:
             (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
         ]:
             want = _cache_bytes(*args)
-            got = _as_bytes(_call(kv_cache_size, name, *args), want)
+            got = _as_bytes(call(kv_cache_size, name, *args), want)
             mistakes = _cache_mistakes(args, passed)
             shown = [label(message(shown_text).format(*args))]
             if (
                 isinstance(got, float)
                 and not got.is_integer()
-                and not any(_same(got, value) for value, _ in mistakes)
+                and not any(same(got, value) for value, _ in mistakes)
             ):
                 problem = (
                     "returned {got!r}, not a whole number of bytes; expected "
@@ -370,11 +370,11 @@ def check_kv_cache_size(kv_cache_size: Callable) -> None:
                 )
                 hint = "d_model // n_heads is the head width d_k, an integer."
                 fail(name, problem, shown, hint, got=got, want=want)
-            _expect_equal(name, shown, got, want, mistakes)
+            expect_equal(name, shown, got, want, mistakes)
             passed.append(args)
 
     success = "counts keys and values of every layer, head and token."
-    _verdict(name, message(success), run_cases)
+    verdict(name, message(success), run_cases)
 
 
 # ------------------------------------------------------------ tensors
@@ -416,7 +416,7 @@ def _x_unchanged(hint: str) -> Callable:
             "changed its input x in place; return a new tensor and leave x "
             "as it was."
         )
-        _expect_unchanged(name, shown, [now], [x], problem, hint)
+        expect_unchanged(name, shown, [now], [x], problem, hint)
 
     return check
 
