@@ -227,9 +227,11 @@ def git_commit() -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def run_command(command, timeout: float, env=None, cwd=ROOT):
+def run_command(command, timeout: float, env=None, cwd=ROOT, session=True):
     """(return code or None when it ran out of time, output): the command in
-    a session of its own, killed with all it started when time runs out."""
+    a session of its own, killed with all it started when time runs out
+    (session=False: in this one's process group, so that killing this one's
+    group kills it too; only the command itself is killed at its time)."""
     process = subprocess.Popen(
         command,
         cwd=cwd,
@@ -238,13 +240,16 @@ def run_command(command, timeout: float, env=None, cwd=ROOT):
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
-        start_new_session=True,
+        start_new_session=session,
     )
     try:
         output, _ = process.communicate(timeout=max(timeout, 1))
         return process.returncode, output
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        if session:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # its Jupyter kernel quits when its parent is gone
+            process.kill()
         output, _ = process.communicate()
         return None, output
 
@@ -697,7 +702,7 @@ def nbval_one(notebook: Path, timeout: float, env) -> dict:
             str(notebook),
         ]
         start = time.perf_counter()
-        code, output = run_command(command, timeout, env=env)
+        code, output = run_command(command, timeout, env=env, session=False)
         record = {
             "notebook": notebook.name,
             "seconds": round(time.perf_counter() - start, 1),
