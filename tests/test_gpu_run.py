@@ -319,3 +319,36 @@ def test_translator_hook_passes_its_arguments_on(tmp_path, monkeypatch):
     checkpoint = Path(argv[argv.index("--checkpoint") + 1])
     assert not checkpoint.is_relative_to(ROOT)  # not into the repository
     assert result["printed"].startswith("3 updates")
+
+
+def test_install_wheels_installs_them_and_unpacks_the_catalogs(tmp_path):
+    import tarfile
+    import zipfile
+
+    wheels = tmp_path / "whl"
+    wheels.mkdir()
+    info = "demo_pkg-1.0.dist-info"
+    files = {
+        "demo_pkg/__init__.py": "VALUE = 42\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: demo-pkg\n"
+        "Version: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in files) + (
+        f"{info}/RECORD,,\n"
+    )
+    with zipfile.ZipFile(wheels / "demo_pkg-1.0-py3-none-any.whl", "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    source = tmp_path / "catalogs" / "gramps"
+    source.mkdir(parents=True)
+    (source / "SOURCE.json").write_text("{}")
+    with tarfile.open(wheels / "catalogs.tar.gz", "w:gz") as tar:
+        tar.add(source, arcname="gramps")
+    installed = gpu_run.install_wheels(wheels, tmp_path / "scratch")
+    site = Path(installed["site"])
+    assert (site / "demo_pkg" / "__init__.py").read_text() == "VALUE = 42\n"
+    assert installed["wheels"] == ["demo_pkg-1.0-py3-none-any.whl"]
+    catalogs = Path(installed["catalogs"])
+    assert (catalogs / "gramps" / "SOURCE.json").read_text() == "{}"
