@@ -352,3 +352,17 @@ def test_install_wheels_installs_them_and_unpacks_the_catalogs(tmp_path):
     assert installed["wheels"] == ["demo_pkg-1.0-py3-none-any.whl"]
     catalogs = Path(installed["catalogs"])
     assert (catalogs / "gramps" / "SOURCE.json").read_text() == "{}"
+
+
+def test_the_nbval_part_takes_every_chapter():
+    from conftest import toc_notebooks
+
+    chapters = gpu_run.chapters()
+    assert sorted(chapters) == sorted(
+        path for path in toc_notebooks() if path.parent.name == "book"
+    )
+    colab = json.loads(
+        (ROOT / "benchmarks" / "results" / "colab_simulation.json").read_text()
+    )["chapters"]
+    seconds = [colab[path.stem]["seconds"] for path in chapters]
+    assert seconds == sorted(seconds, reverse=True)  # the longest first
