@@ -58,11 +58,7 @@ def _merge_in_place(first, second):
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
-        (ch09._merge_no_rescale, "relative to its own maximum"),
-        (ch09._merge_inverted, "at most 1"),
-        (ch09._merge_first_max, "the second\npart may hold the larger"),
-        (ch09._merge_min, "smaller one, exp(m_i - m) overflows"),
-        (ch09._merge_second_max, "np.maximum(m1, m2): the first part"),
+        *ch09._MERGE_MISTAKES,  # each variant, with its whole hint
         (lambda f, s: _merge(f, s)[2] / _merge(f, s)[1], "not the output"),
         (lambda f, s: _merge(f, s)[::-1], None),
         (lambda f, s: _merge(f, s)[:2], None),
@@ -82,8 +78,8 @@ def _merge_in_place(first, second):
         "no-rescale",
         "inverted",
         "first-max",
-        "min",
         "second-max",
+        "min",
         "output",
         "reversed",
         "two-items",

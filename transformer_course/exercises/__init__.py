@@ -14,18 +14,8 @@ chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN
 `tests/test_exercises_chNN.py` proves that every checker rejects the known wrong answers.
 """
 
-from transformer_course.exercises import (
-    ch00,
-    ch01,
-    ch02,
-    ch03,
-    ch04,
-    ch05,
-    ch06,
-    ch07,
-    ch08,
-    ch09,
-)
+from transformer_course.exercises import ch00, ch01, ch02, ch03, ch04
+from transformer_course.exercises import ch05, ch06, ch07, ch08, ch09
 from transformer_course.exercises._core import ExerciseError
 from transformer_course.exercises.ch00 import *  # noqa: F403
 from transformer_course.exercises.ch01 import *  # noqa: F403

@@ -57,8 +57,6 @@ ROW_NORMALISE = Exercise(
         ),
     ],
 )
-
-
 check_row_normalise = ROW_NORMALISE.checker()
 
 
@@ -145,8 +143,6 @@ LOGSUMEXP = Exercise(
         ),
     ],
 )
-
-
 check_logsumexp = LOGSUMEXP.checker()
 
 
@@ -261,6 +257,4 @@ MASKED_MEAN = Exercise(
         Mistake(_mask_on_last_axes(0), _MASK_ON_LAST_AXES),
     ],
 )
-
-
 check_masked_mean = MASKED_MEAN.checker()

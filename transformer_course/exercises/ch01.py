@@ -57,8 +57,7 @@ SKIPGRAM_PAIRS = Exercise(
     doc="""Check `skipgram_pairs(tokens, window)`: (centre, context) pairs in order.
 
     Sentences repeat words inside a window, so that skipping the centre by
-    word instead of by position, or dropping repeated pairs, is caught.
-    """,
+    word instead of by position, or dropping repeated pairs, is caught.""",
     cases=[
         (["the", "black", "cat", "sat", "on", "the", "couch"], 2),
         (["a", "b", "c", "d"], 1),
@@ -134,8 +133,7 @@ COSINE_SIMILARITY = Exercise(
     doc="""Check `cosine_similarity(u, v)`: the dot product divided by both lengths.
 
     The inputs have different lengths and one pair points in opposite
-    directions; the inputs must come back unchanged.
-    """,
+    directions; the inputs must come back unchanged.""",
     cases=[
         (np.array([3.0, 4.0, 0.0]), np.array([2.0, 0.0, 0.0])),
         (np.array([1.0, 2.0]), np.array([-2.0, -4.0])),
@@ -245,8 +243,7 @@ MOST_SIMILAR = Exercise(
     doc="""Check `most_similar(vectors, words, word, topn)`: the `topn` words by cosine.
 
     Row i of `vectors` is the vector of `words[i]`; the answer lists the
-    `topn` other words, most similar first, like gensim's `most_similar`.
-    """,
+    `topn` other words, most similar first, like gensim's `most_similar`.""",
     cases=_neighbour_cases(),
     reference=_by("cosine"),
     compare="equal",
@@ -365,8 +362,7 @@ BPE_ENCODE = Exercise(
     doc="""Check `bpe_encode(word, merges)`: the word's pieces after the merges.
 
     The last character carries the end-of-word marker `</w>`; the merges are
-    applied in the order they were learned, each wherever it occurs.
-    """,
+    applied in the order they were learned, each wherever it occurs.""",
     cases=_BPE_CASES,
     reference=_bpe_reference,
     compare="equal",

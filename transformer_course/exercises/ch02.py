@@ -62,8 +62,7 @@ POSITIONAL_ENCODING = Exercise(
     success="matches the formula of the paper.",
     doc="""Check `positional_encoding(seq_len, d_model)` against the paper's formula.
 
-    Base 10000; NumPy or PyTorch, float64 or float32.
-    """,
+    Base 10000; NumPy or PyTorch, float64 or float32.""",
     cases=[(6, 8), (50, 64), (20, 512)],
     reference=_encoding,
     array=True,
@@ -118,8 +117,6 @@ POSITIONAL_ENCODING = Exercise(
         ),
     ],
 )
-
-
 check_positional_encoding = POSITIONAL_ENCODING.checker()
 
 
@@ -168,8 +165,7 @@ FIT_SHIFT_MATRIX = Exercise(
     name="fit_shift_matrix",
     success="finds the least-squares shift matrix.",
     doc="""Check `fit_shift_matrix(encoding, k)`: the least-squares M with
-    encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.
-    """,
+    encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.""",
     cases=[
         (_table(64, 8, 100.0, False), 3),
         (_table(80, 12, 100.0, False), 1),
@@ -206,8 +202,6 @@ FIT_SHIFT_MATRIX = Exercise(
         ),
     ],
 )
-
-
 check_fit_shift_matrix = FIT_SHIFT_MATRIX.checker()
 
 
@@ -262,6 +256,4 @@ ROTATE_PAIR = Exercise(
         ),
     ],
 )
-
-
 check_rotate_pair = ROTATE_PAIR.checker()

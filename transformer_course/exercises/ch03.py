@@ -49,12 +49,6 @@ def _min_softmax(x: np.ndarray) -> np.ndarray:
         return e / e.sum(axis=-1, keepdims=True)
 
 
-def _naive_softmax(x: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        e = np.exp(x)
-        return e / e.sum(axis=-1, keepdims=True)
-
-
 def _overflow_hint(x: np.ndarray, got) -> str:
     """The hint for an answer with inf or NaN on large inputs."""
     try:
@@ -157,8 +151,6 @@ SOFTMAX = Exercise(
         _other_axis(1),
     ],
 )
-
-
 check_softmax = SOFTMAX.checker()
 
 
@@ -379,8 +371,6 @@ ATTENTION = Exercise(
         ),
     ],
 )
-
-
 check_attention = ATTENTION.checker()
 
 
@@ -481,8 +471,6 @@ ADDITIVE_ATTENTION = Exercise(
         ),
     ],
 )
-
-
 check_additive_attention = ADDITIVE_ATTENTION.checker()
 
 
@@ -555,6 +543,4 @@ MULTI_HEAD = Exercise(
         ),
     ],
 )
-
-
 check_multi_head = MULTI_HEAD.checker()

@@ -267,8 +267,7 @@ EINSUM_ATTENTION = Exercise(
     success="equals MultiHeadAttention with the same weights.",
     doc="""Check `einsum_attention(x, W_q, W_k, W_v, W_o)` against MultiHeadAttention.
 
-    x: (B, T, d_model); W_q, W_k, W_v: (h, d_model, d_k); W_o: (h, d_k, d_model).
-    """,
+    x: (B, T, d_model); W_q, W_k, W_v: (h, d_model, d_k); W_o: (h, d_k, d_model).""",
     cases=_einsum_cases,
     reference=_module_output,
     atol=1e-5,

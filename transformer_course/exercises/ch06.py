@@ -227,8 +227,6 @@ DECODER_LAYER_FORWARD = Exercise(
         ),
     ],
 )
-
-
 check_decoder_layer_forward = DECODER_LAYER_FORWARD.checker()
 
 
@@ -322,8 +320,6 @@ TEACHER_FORCING = Exercise(
         ),
     ],
 )
-
-
 check_teacher_forcing = TEACHER_FORCING.checker()
 
 
@@ -401,8 +397,6 @@ VOCAB_BREAK_EVEN = Exercise(
         ),
     ],
 )
-
-
 check_vocab_break_even = VOCAB_BREAK_EVEN.checker()
 
 
@@ -514,6 +508,4 @@ PRE_LN_ENCODE = Exercise(
         ),
     ],
 )
-
-
 check_pre_ln_encode = PRE_LN_ENCODE.checker()

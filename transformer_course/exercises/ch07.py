@@ -166,8 +166,6 @@ HALF_PEAK_STEPS = Exercise(
         ),
     ],
 )
-
-
 check_half_peak_steps = HALF_PEAK_STEPS.checker()
 
 
@@ -414,8 +412,6 @@ TOKEN_BATCHES = Exercise(
     convert=_as_batches,
     compare=_judge_batches,
 )
-
-
 check_token_batches = TOKEN_BATCHES.checker()
 
 
@@ -623,8 +619,6 @@ ANNOTATED_SMOOTHING = Exercise(
         Mistake(_pad_is_zero(mask_id=0, column_id=0), _PAD_IS_PAD_ID),
     ],
 )
-
-
 check_annotated_smoothing = ANNOTATED_SMOOTHING.checker()
 
 

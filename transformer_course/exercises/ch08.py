@@ -182,8 +182,6 @@ CLIPPED_MATCHES_MULTI = Exercise(
         ),
     ],
 )
-
-
 check_clipped_matches_multi = CLIPPED_MATCHES_MULTI.checker()
 
 
@@ -365,8 +363,6 @@ BREVITY_PENALTY_MULTI = Exercise(
         ),
     ],
 )
-
-
 check_brevity_penalty_multi = BREVITY_PENALTY_MULTI.checker()
 
 
@@ -567,6 +563,4 @@ BEAM_STEP = Exercise(
     convert=_as_three_tensors,
     compare=_judge_beam,
 )
-
-
 check_beam_step = BEAM_STEP.checker()

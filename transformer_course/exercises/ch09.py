@@ -45,20 +45,17 @@ def _partial(q, k, v):
     return m, p.sum(axis=-1, keepdims=True), p @ v
 
 
-def _merge_with(first, second, m, r1, r2):
-    (_, ell1, a1), (_, ell2, a2) = first, second
+def _merge_with(first, second, m, r1=None, r2=None):
+    """The two states merged at maximum m, each part's sums times its
+    factor: exp(m_i - m) unless given."""
+    (m1, ell1, a1), (m2, ell2, a2) = first, second
+    r1 = np.exp(m1 - m) if r1 is None else r1
+    r2 = np.exp(m2 - m) if r2 is None else r2
     return m, ell1 * r1 + ell2 * r2, a1 * r1 + a2 * r2
 
 
 def _merge_reference(first, second):
-    m = np.maximum(first[0], second[0])
-    return _merge_with(
-        first, second, m, np.exp(first[0] - m), np.exp(second[0] - m)
-    )
-
-
-def _merge_no_rescale(first, second):
-    return _merge_with(first, second, np.maximum(first[0], second[0]), 1, 1)
+    return _merge_with(first, second, np.maximum(first[0], second[0]))
 
 
 def _merge_inverted(first, second):
@@ -68,26 +65,11 @@ def _merge_inverted(first, second):
     )
 
 
-def _merge_first_max(first, second):
-    m = first[0]
-    return _merge_with(first, second, m, 1, np.exp(second[0] - m))
-
-
-def _merge_second_max(first, second):
-    m = second[0]
-    return _merge_with(first, second, m, np.exp(first[0] - m), 1)
-
-
-def _merge_min(first, second):
-    m = np.minimum(first[0], second[0])
-    return _merge_with(
-        first, second, m, np.exp(first[0] - m), np.exp(second[0] - m)
-    )
-
-
 _MERGE_MISTAKES = [
     (
-        _merge_no_rescale,
+        lambda first, second: _merge_with(
+            first, second, np.maximum(first[0], second[0]), 1, 1
+        ),
         "each part's ell and a are sums relative to its own maximum m_i: "
         "multiply them by exp(m_i - m) before adding them.",
     ),
@@ -97,17 +79,19 @@ _MERGE_MISTAKES = [
         "maximum; exp(m - m_i) grows instead, and overflows.",
     ),
     (
-        _merge_first_max,
+        lambda first, second: _merge_with(first, second, first[0], r1=1),
         "m must be the larger of the two maxima, np.maximum(m1, m2): the "
         "second part may hold the larger scores.",
     ),
     (
-        _merge_second_max,
+        lambda first, second: _merge_with(first, second, second[0], r2=1),
         "m must be the larger of the two maxima, np.maximum(m1, m2): the "
         "first part may hold the larger scores.",
     ),
     (
-        _merge_min,
+        lambda first, second: _merge_with(
+            first, second, np.minimum(first[0], second[0])
+        ),
         "m must be the larger of the two maxima, np.maximum(m1, m2): with "
         "the smaller one, exp(m_i - m) overflows when the scores are large.",
     ),
@@ -241,15 +225,8 @@ def check_merge_partials(merge_partials: Callable) -> None:
 
 
 def _cache_bytes(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
-    return (
-        2
-        * n_layers
-        * batch
-        * length
-        * n_kv_heads
-        * (d_model // n_heads)
-        * nbytes
-    )
+    d_k = d_model // n_heads
+    return 2 * n_layers * batch * length * n_kv_heads * d_k * nbytes
 
 
 def _int32(value: int) -> int:
@@ -485,8 +462,6 @@ REPEAT_KV_HEADS = Exercise(
         ),
     ],
 )
-
-
 check_repeat_kv_heads = REPEAT_KV_HEADS.checker()
 
 
@@ -590,8 +565,6 @@ ROPE_HALF = Exercise(
         ),
     ],
 )
-
-
 check_rope_half = ROPE_HALF.checker()
 
 
@@ -710,6 +683,4 @@ CACHED_WINDOW_MASK = Exercise(
     ],
     compare=_judge_mask,
 )
-
-
 check_cached_window_mask = CACHED_WINDOW_MASK.checker()
