@@ -20,7 +20,9 @@ with its error, and the next one runs. In this order:
    on the same batches, its windows alternating with ours; torch.compile of
    our model, tried, and whether it paid; the SDPA backend and attention
    kernels of a step (PyTorch's profiler); whether a step syncs with the host
-   (torch.cuda.set_sync_debug_mode("error") around one step).
+   (torch.cuda.set_sync_debug_mode("error") around one step); our model again
+   at 96 and 384 sentences a batch (5 windows each), to see whether the
+   batch size holds the speed back.
 2. nbval: every chapter (book/NN_*.ipynb) under nbval with the repository's
    settings (pyproject.toml: the same sanitising as on a CPU), ten kernels at
    a time, the longest chapters first; each chapter's outcome and its failing
@@ -117,6 +119,7 @@ SIZES = {
         "warm_up": 5,
         "windows": 7,
         "steps_per_window": 10,
+        "sweep": [96, 384],  # sentences: half and twice the batch above
         "matmul_n": 8192,
         "compile_backend": "inductor",
         "kv_cache": ["--repeats", "5"],
@@ -140,6 +143,7 @@ SIZES = {
         "warm_up": 1,
         "windows": 5,
         "steps_per_window": 1,
+        "sweep": [1, 4],
         "matmul_n": 128,
         "compile_backend": "eager",  # dynamo without a C++ build: seconds
         "kv_cache": [
@@ -423,16 +427,7 @@ def training_part(args, sizes, save) -> dict:
     ours = Transformer(config).to(device).train()
     theirs = TorchTransformer(copy.deepcopy(ours)).to(device).train()
     B, T = s["batch"], s["length"]
-    generator = torch.Generator().manual_seed(0)
-    batches = []
-    for _ in range(4):  # ids >= 3: no padding, <bos> or <eos>
-        src, tgt = (
-            torch.randint(3, s["vocab"], (B, T + k), generator=generator)
-            for k in (0, 1)
-        )
-        batches.append(
-            (src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device))
-        )
+    batches = random_batches(s["vocab"], B, T, device)
     flops = step_flops(config, B, T, T)
     counted = attempt(counted_flops, ours, batches[0], device)
     steps = {
@@ -464,6 +459,7 @@ def training_part(args, sizes, save) -> dict:
     for name in ("Transformer (this book)",):
         ratios = [b / a for a, b in zip(times[name], reference, strict=True)]
         rows[name]["tokens_per_s_over_nn_transformer"] = spread(ratios)
+    sweep = attempt(batch_sweep, ours, config, s, device, peak, datasheet)
     result = {
         "model": {"vocab_size": s["vocab"], **s["model"]},
         "batch": {"sentences": B, "source_tokens": T, "target_tokens": T},
@@ -479,6 +475,7 @@ def training_part(args, sizes, save) -> dict:
         "host_syncs_in_step": syncs,
         "peak_memory_GiB": memory,
         "kernels": kernels,
+        "batch_sweep": sweep,
         "compile": {"error": "not finished: stopped at the part's limit"},
         "rows": rows,
     }
@@ -488,6 +485,46 @@ def training_part(args, sizes, save) -> dict:
         rows[name] = rates(seconds, tokens, work, peak, datasheet)
     result["compile"] = compiled
     return result
+
+
+def random_batches(vocab_size: int, B: int, T: int, device: str, n=4):
+    """n (source, decoder input, decoder target) batches of B x T random
+    ids >= 3: no padding, <bos> or <eos>."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    batches = []
+    for _ in range(n):
+        src, tgt = (
+            torch.randint(3, vocab_size, (B, T + k), generator=generator)
+            for k in (0, 1)
+        )
+        batches.append(
+            (src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device))
+        )
+    return batches
+
+
+def batch_sweep(model, config, s, device, peak, datasheet) -> list[dict]:
+    """Our model, eager, at the other batch sizes of s["sweep"] (sentences
+    of s["length"] tokens): 5 windows each, after 2 untimed steps."""
+    import torch
+
+    rows, T, per_window = [], s["length"], s["steps_per_window"]
+    for B in s["sweep"]:
+        step = trainer(model, random_batches(s["vocab"], B, T, device), device)
+        for _ in range(2):
+            step()
+        seconds = [window_seconds(step, per_window, device) for _ in range(5)]
+        work = step_flops(config, B, T, T)["total"] * per_window
+        tokens = 2 * B * T * per_window
+        rows.append(
+            {"sentences": B, **rates(seconds, tokens, work, peak, datasheet)}
+        )
+        del step
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return rows
 
 
 def attempt(function, *arguments):
@@ -1089,7 +1126,7 @@ def training_table(t: dict) -> list[str]:
         + (f"{datasheet / 1e12:.1f} TFLOP/s" if datasheet else "none"),
         f"- FLOPs per step: {flops['total']:.4g} ({flops['attention']:.3g} in "
         f"attention); torch's FlopCounterMode: "
-        f"{counted.get('total', counted)}",
+        + (f"{counted['total']:.4g}" if "total" in counted else str(counted)),
         f"- host syncs in a step: {t['host_syncs_in_step']}",
         f"- peak GPU memory: {t['peak_memory_GiB'] or '-'} GiB",
     ]
@@ -1101,6 +1138,15 @@ def training_table(t: dict) -> list[str]:
         lines.append(
             f"- {name}: SDPA {', '.join(ran['sdpa_backends']) or 'none'}; "
             f"attention kernels: {kernels[:300]}"
+        )
+    sweep = t.get("batch_sweep", [])
+    if isinstance(sweep, dict):  # its error
+        lines.append(f"- batch sweep: failed, {sweep['error'][:200]}")
+    for row in sweep if isinstance(sweep, list) else []:
+        lines.append(
+            f"- ours, eager, {row['sentences']} sentences: "
+            f"{cell(row['tokens_per_s'])} tokens/s, MFU (measured peak) "
+            f"{cell(row['mfu_measured_peak'], 1, 3)}"
         )
     if "error" in compiled:
         lines.append(f"- torch.compile: failed, {compiled['error'][:200]}")

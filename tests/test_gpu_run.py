@@ -114,6 +114,9 @@ def test_dry_run_training_table(dry_run):
     assert training["host_syncs_in_step"].startswith("not checked")
     ran = training["kernels"]["Transformer (this book)"]
     assert ran["sdpa_backends"] and ran["sdpa_operators"]
+    sweep = training["batch_sweep"]
+    assert [row["sentences"] for row in sweep] == [1, 4]
+    assert all(len(row["tokens_per_s"]["runs"]) == 5 for row in sweep)
     compiled = training["compile"]
     assert compiled["backend"] == "eager" and "error" not in compiled
     assert isinstance(compiled["paid"], bool)
