@@ -180,16 +180,17 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
     """`on input ...` for a message: every input, at most `max_lines` lines."""
     inputs = list(inputs)
     if not inputs:
-        return "called with no input"
+        return message("called with no input")
     # the first input in full when it is small, the others by shape
     described = [describe(inputs[0], max_lines=max_lines - len(inputs))]
     described += [describe(value, max_lines=1) for value in inputs[1:]]
     if sum(text.count("\n") + 1 for text in described) > max_lines:
         described = [describe(value, max_lines=0) for value in inputs]
-    one_line = "on input " + ", ".join(described)
+    one_line = message("on input {inputs}", inputs=", ".join(described))
     if "\n" not in one_line and len(one_line) <= _WIDTH:
         return one_line
-    return "on input " + "\n  and ".join(described)
+    joined = message("\n  and ").join(described)
+    return message("on input {inputs}", inputs=joined)
 
 
 def _index_text(index) -> str:
@@ -230,9 +231,13 @@ def fail(
     through `message`, `problem` filled in with `fields`.
     """
     problem = message(problem, **fields)
-    lines = textwrap.wrap(f"{_display_name(name)} {problem}", width=_WIDTH)
+    first = message(
+        "{name} {problem}", name=_display_name(name), problem=problem
+    )
+    lines = textwrap.wrap(first, width=_WIDTH)
     if hint:
-        lines += textwrap.wrap(f"Hint: {message(hint)}", width=_WIDTH)
+        hint = message("Hint: {hint}", hint=message(hint))
+        lines += textwrap.wrap(hint, width=_WIDTH)
     if inputs is not None:
         budget = max(1, MAX_LINES - len(lines) - len(details))
         lines += _describe_inputs(inputs, max_lines=budget).splitlines()
@@ -321,8 +326,8 @@ def call(fn: Callable, name: str, *args, **kwargs):
     except NotImplementedError:
         raise _NotDone(_display_name(name)) from None
     except Exception as error:  # the learner's bug, reported with its input
-        message = str(error).strip().splitlines()
-        first = message[0] if message else ""
+        text = str(error).strip().splitlines()
+        first = text[0] if text else ""
         if len(first) > 2 * _WIDTH:
             first = first[: 2 * _WIDTH - 3] + "..."
         details = []
@@ -334,14 +339,14 @@ def call(fn: Callable, name: str, *args, **kwargs):
             f"{key}={_brief_input(value)}" for key, value in kwargs.items()
         ]
         inputs_line = (
-            "on input " + ", ".join(shown) if shown else "called with no input"
+            message("on input {inputs}", inputs=", ".join(shown))
+            if shown
+            else message("called with no input")
         )
-        fail(
-            name,
-            f"raised {type(error).__name__}: {first}",
-            details=[inputs_line, *details],
-            cause=error,
-        )
+        problem = "raised {error}: {first}"
+        details = [inputs_line, *details]
+        fields = {"error": type(error).__name__, "first": first}
+        fail(name, problem, None, None, details, error, **fields)
 
 
 def _call_with_hints(fn: Callable, name: str, hints, *args):
@@ -423,13 +428,12 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
     """Name the answers of the wrong kind: None, a generator, a tuple, text."""
     expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
-        fail(
-            name,
-            f"returned a {type(got).__name__}, not the values: a generator "
-            "expression (x for ...) or map() is evaluated lazily; build the "
-            "result with a list or an array.",
-            inputs,
+        problem = (
+            "returned a {type}, not the values: a generator expression (x for "
+            "...) or map() is evaluated lazily; build the result with a list "
+            "or an array."
         )
+        fail(name, problem, inputs, type=type(got).__name__)
     if isinstance(got, tuple) and got and is_array(got[0]):
         shapes = ", ".join(
             _shape_text(item.shape)
@@ -442,31 +446,29 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             hint = (
                 "return only the output (did you return `(output, weights)`?)"
             )
+        problem = (
+            "returned a tuple of {n} items ({shapes}); expected one array of "
+            "shape {shape}."
+        )
+        shape = _shape_text(expected_shape)
         fail(
-            name,
-            f"returned a tuple of {len(got)} items ({shapes}); "
-            f"expected one array of shape {_shape_text(expected_shape)}.",
-            inputs,
-            hint,
+            name, problem, inputs, hint, n=len(got), shapes=shapes, shape=shape
         )
     if isinstance(got, (str, bytes, dict, set)) or callable(got):
-        fail(
-            name,
-            f"should return numbers, but returned {describe(got, 0)}",
-            inputs,
-        )
+        problem = "should return numbers, but returned {got}"
+        fail(name, problem, inputs, got=describe(got, 0))
 
 
 def _matching_mistake(
     got: np.ndarray, known_mistakes, atol: float, rtol: float = 1e-5
 ) -> str | None:
     """The message of the first known mistake that `got` equals, if any."""
-    for wrong, message in known_mistakes:
+    for wrong, hint in known_mistakes:
         wrong = to_array(wrong)
         if wrong.shape == got.shape and np.allclose(
             got, wrong, rtol=rtol, atol=atol, equal_nan=True
         ):
-            return message
+            return hint
     return None
 
 
@@ -611,7 +613,7 @@ def expect_equal(
         )
         fail(name, problem, inputs, type=type(got).__name__, kind=kind)
     hint = next(
-        (message for wrong, message in known_mistakes if same(got, wrong)),
+        (hint for wrong, hint in known_mistakes if same(got, wrong)),
         None,
     )
     if not (
@@ -711,13 +713,12 @@ def _expect_array(name: str, inputs: Sequence, got) -> None:
         return
     if isinstance(got, tuple) and got and np.ndim(got[0]) > 0:
         return  # (output, weights)
-    fail(
-        name,
-        f"returned a {type(got).__name__}, not an array.",
-        inputs,
+    hint = (
         "wrap the result in np.array(...) (or return a tensor), so that it "
-        "can be sliced, broadcast and multiplied with @ like the library's.",
+        "can be sliced, broadcast and multiplied with @ like the library's."
     )
+    problem = "returned a {type}, not an array."
+    fail(name, problem, inputs, hint, type=type(got).__name__)
 
 
 # ---------------------------------------------------------------- inputs
@@ -842,14 +843,16 @@ def verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
             run_cases()
     except _NotDone as not_done:
         function_name = not_done.function_name or _display_name(name)
-        print(
-            f"Not done yet: {function_name} still raises NotImplementedError.\n"
-            "Write your answer in its cell, run that cell, then run this one again."
+        not_done = (
+            "Not done yet: {name} still raises NotImplementedError.\n"
+            "Write your answer in its cell, run that cell, then run this one "
+            "again."
         )
+        print(message(not_done, name=function_name))
         return
     finally:
         _learner_names.pop(name, None)
-    print(f"Correct: {name} {success}")
+    print(message("Correct: {name} {success}", name=name, success=success))
 
 
 # ---------------------------------------------------------------- tables
