@@ -105,6 +105,12 @@ def is_tensor(value) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
+def not_a_tensor(got) -> bool:
+    """A list, a NumPy array or a number where a tensor is expected; a tuple
+    or None is left to the comparison, which names it."""
+    return not (got is None or isinstance(got, tuple) or is_tensor(got))
+
+
 def is_array(value) -> bool:
     """Whether `value` is a tensor or a NumPy array."""
     return is_tensor(value) or isinstance(value, np.ndarray)

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 from transformer_course.exercises._core import (
+    not_a_tensor,
     Exercise,
     Mistake,
     Refusal,
@@ -45,16 +46,8 @@ def _numpy(name: str, shown, value):
     return value
 
 
-def _not_a_tensor(got) -> bool:
-    """A list, a NumPy array or a number where a tensor is expected; a tuple
-    or None is left to the comparison, which names it."""
-    import torch
-
-    return not (got is None or isinstance(got, (tuple, torch.Tensor)))
-
-
 _TENSOR = Refusal(
-    _not_a_tensor,
+    not_a_tensor,
     "returned a {type}; expected a tensor of shape {shape}.",
     "keep the result a torch.Tensor: no .tolist(), .numpy() or .item() at "
     "the end.",

@@ -9,6 +9,8 @@ from collections.abc import Callable
 import numpy as np
 
 from transformer_course.exercises._core import (
+    is_tensor,
+    not_a_tensor,
     Exercise,
     Mistake,
     Refusal,
@@ -357,16 +359,8 @@ def check_kv_cache_size(kv_cache_size: Callable) -> None:
 # ------------------------------------------------------------ tensors
 
 
-def _not_a_tensor(got) -> bool:
-    """A list, a NumPy array or a number where a tensor is expected; a tuple
-    or None is left to the comparison, which names it."""
-    import torch
-
-    return not isinstance(got, (type(None), tuple, torch.Tensor))
-
-
 _TENSOR = Refusal(
-    _not_a_tensor,
+    not_a_tensor,
     "returned {kind}; expected a tensor of shape {shape}.",
     "keep the result a torch.Tensor: no .tolist(), .numpy() or NumPy "
     "functions on the way.",
@@ -652,12 +646,6 @@ def _judge_mask(name, shown, got, expected, n_new, length, window) -> None:
     fail(name, problem, shown, hint, **fields)
 
 
-def _is_tensor_of_any_kind(got) -> bool:
-    import torch
-
-    return isinstance(got, torch.Tensor)
-
-
 CACHED_WINDOW_MASK = Exercise(
     name="cached_window_mask",
     success="lets each token see itself and window - 1 before it.",
@@ -676,7 +664,7 @@ CACHED_WINDOW_MASK = Exercise(
     ],
     refusals=[
         Refusal(
-            lambda got: not _is_tensor_of_any_kind(got),
+            lambda got: not is_tensor(got),
             "returned {kind}; expected a bool tensor of shape {shape}.",
             _TENSOR.hint,
         )
