@@ -790,7 +790,7 @@ def expect_unchanged(
     if isinstance(originals, dict):
         named = list(originals.items())
     else:
-        named = [("its input", original) for original in originals]
+        named = [(message("its input"), original) for original in originals]
     for value, (what, original) in zip(given, named, strict=True):
         if not _unchanged(value, original):
             fail(
@@ -808,9 +808,10 @@ def expect_unchanged(
 def _preserve_random_state():
     """Restore the global random generators of `random`, NumPy and PyTorch on exit.
 
-    A checker that must draw random numbers should use a local generator
-    (`_rng()`, `_torch_generator()`); this guard also undoes what the learner's
-    function or a library call (a module's initialisation) draws.
+    A checker that must draw random numbers uses a local generator
+    (`np.random.default_rng(seed)`, `torch.Generator().manual_seed(seed)`);
+    this guard also undoes what the learner's function or a library call (a
+    module's initialisation) draws.
     """
     python_state = random.getstate()
     numpy_state = np.random.get_state()  # noqa: NPY002
