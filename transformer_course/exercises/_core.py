@@ -117,12 +117,8 @@ def is_array(value) -> bool:
 
 
 def _shape_text(shape) -> str:
-    return (
-        "("
-        + ", ".join(str(int(n)) for n in shape)
-        + ("," if len(shape) == 1 else "")
-        + ")"
-    )
+    inner = ", ".join(str(int(n)) for n in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 class _Label(str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -312,18 +313,13 @@ check_decoder_mask = DECODER_MASK.checker()
 # ------------------------------------------------------------- exercise 4.5
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
 class _Sequence:
     """A sequence function (T, d) -> (T, d) with a readable description."""
 
-    def __init__(
-        self,
-        function: Callable[[np.ndarray], np.ndarray],
-        description: str,
-        leaks: bool,
-    ):
-        self.function = function
-        self.description = description
-        self.leaks = leaks
+    function: Callable[[np.ndarray], np.ndarray]
+    description: str
+    leaks: bool
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.function(np.asarray(x, dtype=float))

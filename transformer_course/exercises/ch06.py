@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -402,15 +403,9 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
     from transformer_course.transformer import Transformer, TransformerConfig
 
     torch.manual_seed(n_layers * 100 + d_model)  # the verdict restores it
-    config = TransformerConfig(
-        vocab_size=11,
-        d_model=d_model,
-        n_heads=n_heads,
-        n_layers=n_layers,
-        d_ff=2 * d_model,
-        dropout=0.0,
-        norm_first=True,
-    )
+    # vocab_size 11, d_ff = 2 d_model
+    config = TransformerConfig(11, d_model, n_heads, n_layers, 2 * d_model)
+    config = dataclasses.replace(config, dropout=0.0, norm_first=True)
     model = Transformer(config).eval()
     with torch.no_grad():
         for module in model.modules():

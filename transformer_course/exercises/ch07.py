@@ -323,9 +323,13 @@ def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
                 "max_tokens={max_tokens}."
             )
             fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
-            hint = hint and message(hint, what=what)
+            fields["padded"] = padded(batch, side)
             fail(
-                name, problem, shown, hint, padded=padded(batch, side), **fields
+                name,
+                problem,
+                shown,
+                hint and message(hint, what=what),
+                **fields,
             )
 
 

@@ -85,28 +85,22 @@ _CHANGED_LISTS_HINT = (
     "ones (sorted(...), a + [x], a copy)."
 )
 
+_CLIPPING_CASES = [
+    ("the the the the cat cat sat", ["the the cat", "cat cat the sat"], 1),
+    ("the the the cat sat", ["the cat sat on the mat", "a cat sat there"], 1),
+    ("the cat the cat", ["the cat is here", "cat the cat the"], 2),
+    ("a a a b", ["b a", "a a b", "c"], 1),
+    ("x y z", ["p q", "y z x"], 1),
+    ("a b c d", ["a b c d", "a b"], 3),
+]
+
 CLIPPED_MATCHES_MULTI = Exercise(
     name="clipped_matches_multi",
     success="clips each n-gram at its largest reference count.",
     doc="""Check `clipped_matches_multi(hypothesis, references, n)`.""",
     cases=[
         (hyp.split(), [r.split() for r in refs], n)
-        for hyp, refs, n in [
-            (
-                "the the the the cat cat sat",
-                ["the the cat", "cat cat the sat"],
-                1,
-            ),
-            (
-                "the the the cat sat",
-                ["the cat sat on the mat", "a cat sat there"],
-                1,
-            ),
-            ("the cat the cat", ["the cat is here", "cat the cat the"], 2),
-            ("a a a b", ["b a", "a a b", "c"], 1),
-            ("x y z", ["p q", "y z x"], 1),
-            ("a b c d", ["a b c d", "a b"], 3),
-        ]
+        for hyp, refs, n in _CLIPPING_CASES
     ],
     reference=_clipped,
     compare="equal",

@@ -132,14 +132,8 @@ def _merge_states(name, result, shapes, shown) -> list[np.ndarray]:
         )
         hint = "m and ell keep one column per query (keepdims=True)."
         fields = {"what": ("m", "ell", "a")[which], "got": got[which]}
-        fail(
-            name,
-            problem,
-            shown,
-            which < 2 and hint,
-            **fields,
-            shape=shapes[which],
-        )
+        fields["shape"] = shapes[which]
+        fail(name, problem, shown, which < 2 and hint, **fields)
     return states
 
 
