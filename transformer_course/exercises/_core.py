@@ -136,9 +136,10 @@ def describe(value, max_lines: int = 4) -> str:
     if isinstance(value, _Label):
         return str(value)
     if is_tensor(value):
-        return f"tensor of shape {_shape_text(value.shape)}, {value.dtype}"
+        text = "tensor of shape {shape}, {dtype}"
+        return message(text, shape=_shape_text(value.shape), dtype=value.dtype)
     if isinstance(value, np.ndarray):
-        head = f"array of shape {_shape_text(value.shape)}"
+        head = message("array of shape {shape}", shape=_shape_text(value.shape))
         if value.dtype != np.float64:
             head += f", {value.dtype}"
         if value.size == 0:
@@ -154,7 +155,7 @@ def describe(value, max_lines: int = 4) -> str:
         return head
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.nn.Module):
-        return f"a {type(value).__name__} module"
+        return message("a {kind} module", kind=type(value).__name__)
     if isinstance(value, (list, tuple)):
         text = repr(value)
         if value and all(isinstance(v, (float, np.floating)) for v in value):
@@ -162,13 +163,17 @@ def describe(value, max_lines: int = 4) -> str:
             text = ", ".join(_number(v) for v in value)
             text = "[" + text + "]" if isinstance(value, list) else f"({text})"
         if len(text) > _WIDTH - 10:
-            kind = type(value).__name__
-            text = f"{kind} of {len(value)} items: {text[: _WIDTH - 30]}..."
+            text = message(
+                "{kind} of {n} items: {start}...",
+                kind=type(value).__name__,
+                n=len(value),
+                start=text[: _WIDTH - 30],
+            )
         return text
     if isinstance(value, dict):
         text = repr(value)
         if len(text) > _WIDTH - 10:
-            text = f"dict of {len(value)} items"
+            text = message("dict of {n} items", n=len(value))
         return text
     if isinstance(value, (float, np.floating)):
         return _number(value)
@@ -292,22 +297,26 @@ def _learner_line(error: BaseException, fn: Callable) -> str | None:
     if not frames:
         return None
     frame = frames[-1]
-    where = f"in {frame.name}" if frame.name != "<lambda>" else "in your lambda"
+    where = (
+        message("in {name}", name=frame.name)
+        if frame.name != "<lambda>"
+        else message("in your lambda")
+    )
     line = (frame.line or "").strip()
     if len(line) > _WIDTH - 20:
         line = line[: _WIDTH - 23] + "..."
-    return (
-        f"{where}, line {frame.lineno}: {line}"
-        if line
-        else f"{where}, line {frame.lineno}"
-    )
+    text = "{where}, line {n}: {line}" if line else "{where}, line {n}"
+    return message(text, where=where, n=frame.lineno, line=line)
 
 
 def _brief_input(value) -> str:
     """An input by its shape: what a learner needs to understand an error."""
     if is_array(value):
-        kind = "tensor" if is_tensor(value) else "array"
-        return f"{kind} {_shape_text(value.shape)} {value.dtype}"
+        kind = message("tensor") if is_tensor(value) else message("array")
+        shape = _shape_text(value.shape)
+        return message(
+            "{kind} {shape} {dtype}", kind=kind, shape=shape, dtype=value.dtype
+        )
     return describe(value, max_lines=0)
 
 
