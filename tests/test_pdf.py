@@ -17,9 +17,11 @@ Without them the test is skipped, except under CI=true, where it fails.
 import os
 import re
 import sys
+from types import SimpleNamespace
 
 import matplotlib
 import pytest
+import yaml
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -143,11 +145,32 @@ def test_an_unknown_chapter_is_refused_by_name():
         pdf.chapter_toc(pdf.EDITIONS["en"], ["42"])
 
 
-def test_the_pdfs_have_the_names_the_sites_link_to():
-    out = ROOT / "_build" / "html"
-    assert pdf.default_pdf(pdf.EDITIONS["en"], out, None) == (
-        out / "transformer-book.pdf"
-    )
-    assert pdf.default_pdf(pdf.EDITIONS["zh"], out, None) == (
-        out / "zh" / "transformer-book-zh.pdf"
-    )
+def test_every_page_links_to_where_the_workflow_puts_the_pdf():
+    """_ext/pdf_link.py's link on a page of each edition, at the address in
+    its _config.yml, is the file tools/pdf.py writes under _build/html (the
+    site the Pages workflow publishes at the English book's address)."""
+    import pdf_link  # _ext/, on the path through tools/pdf.py
+
+    site = ROOT / "_build" / "html"
+    english = yaml.safe_load((ROOT / "_config.yml").read_text())
+    published = english["html"]["baseurl"]
+    for edition in pdf.EDITIONS.values():
+        config = yaml.safe_load((edition.source / "_config.yml").read_text())
+        app = SimpleNamespace(
+            builder=SimpleNamespace(name="html"),
+            env=SimpleNamespace(found_docs={"book/02_positional_encoding"}),
+            config=SimpleNamespace(
+                language=config["sphinx"]["config"].get("language", "en"),
+                html_baseurl=config["html"]["baseurl"],
+            ),
+        )
+        context = {"body": "<p>text</p>"}
+        pdf_link._add_link(
+            app, "book/02_positional_encoding", "page.html", context, object()
+        )
+        href = re.search(r'class="pdf-link"><a href="([^"]+)"', context["body"])
+        assert href and href.group(1).startswith(published), context["body"]
+        written = pdf.default_pdf(edition, site, None)
+        assert href.group(1).removeprefix(published) == (
+            written.relative_to(site).as_posix()
+        )
