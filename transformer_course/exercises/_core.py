@@ -323,13 +323,14 @@ def _brief_input(value) -> str:
 # ---------------------------------------------------------------- calling
 
 
-def call(fn: Callable, name: str, *args, **kwargs):
+def call(fn: Callable, name: str, *args, hints=(), **kwargs):
     """Call the learner's `fn`; turn its exceptions into messages about the input.
 
     The stub's NotImplementedError becomes "Not done yet" (see `verdict`);
     any other error becomes an ExerciseError that names the learner's
     function, their error, the line of their code and the shapes of the
-    inputs, and chains their error (shown in Jupyter without our frames).
+    inputs, and chains their error (shown in Jupyter without our frames);
+    `hints` gives the hint of the first (text of the error, hint) that fits.
     """
     _learner_names[name] = _function_name(fn, name)
     try:
@@ -357,26 +358,8 @@ def call(fn: Callable, name: str, *args, **kwargs):
         problem = "raised {error}: {first}"
         details = [inputs_line, *details]
         fields = {"error": type(error).__name__, "first": first}
-        fail(name, problem, None, None, details, error, **fields)
-
-
-def _call_with_hints(fn: Callable, name: str, hints, *args):
-    """`call`, with a hint when the learner's error matches a known mistake:
-    `hints` is a list of (text in the error message, hint)."""
-    try:
-        return call(fn, name, *args)
-    except ExerciseError as failure:
-        cause = failure.__cause__
-        text = str(cause) if cause is not None else ""
-        for fragment, hint in hints:
-            if fragment in text:
-                lines = str(failure).splitlines()
-                cut = next(
-                    i for i, line in enumerate(lines) if line.startswith("on ")
-                )
-                problem = " ".join(lines[:cut]).split(" ", 1)[1]
-                fail(name, problem, None, hint, lines[cut:], cause)
-        raise
+        hint = next((h for text, h in hints if text in str(error)), None)
+        fail(name, problem, None, hint, details, error, **fields)
 
 
 # ---------------------------------------------------------------- tolerances
@@ -988,9 +971,8 @@ class Exercise:
         expected answer). Inputs changed and refused answers fail here."""
         given = _copies(*args[self.shared :])
         with np.errstate(all="ignore") if self.quiet else _nothing():
-            got = _call_with_hints(
-                fn, self.name, self.errors, *args[: self.shared], *given
-            )
+            inputs = [*args[: self.shared], *given]
+            got = call(fn, self.name, *inputs, hints=self.errors)
         shown = list(self.shown(*args) if self.shown else args)
         self._unchanged(given, args, shown)
         with np.errstate(all="ignore"):
