@@ -59,12 +59,9 @@ def _half_peak_steps(d_model: int, warmup: int) -> tuple[int, int]:
     return rising, falling
 
 
-def _rising(d_model: int, warmup: int) -> int:
-    return _half_peak_steps(d_model, warmup)[0]
-
-
-def _falling(d_model: int, warmup: int) -> int:
-    return _half_peak_steps(d_model, warmup)[1]
+def _steps(wrong: Callable) -> Callable:
+    """A variant from `wrong(rising, falling, warmup)`, the right steps given."""
+    return lambda d, w: wrong(*_half_peak_steps(d, w), w)
 
 
 def _as_steps(name: str, shown, got):
@@ -94,7 +91,7 @@ def _searched_from_the_start(got, d_model: int, warmup: int) -> bool:
         and len(got) == 2
         and isinstance(got[1], int)
         and got[1] < warmup
-        and got[0] == _rising(d_model, warmup)
+        and got[0] == _half_peak_steps(d_model, warmup)[0]
     )
 
 
@@ -121,34 +118,34 @@ HALF_PEAK_STEPS = Exercise(
     convert=_as_steps,
     mistakes=[
         Mistake(
-            lambda d, w: (_rising(d, w), 2 * w),
+            _steps(lambda r, f, w: (r, 2 * w)),
             "after the peak lr falls as step**-0.5, not linearly: half the "
             "peak is at 4 * warmup, not 2 * warmup.",
         ),
         Mistake(
-            lambda d, w: (_rising(d, w), round(math.sqrt(2) * w)),
+            _steps(lambda r, f, w: (r, round(math.sqrt(2) * w))),
             "lr = peak * (warmup / step)**0.5 after the peak; solve "
             "(warmup/step)**0.5 = 1/2.",
         ),
-        Mistake(lambda d, w: (w // 2, _falling(d, w)), _FROM_ONE),
-        Mistake(lambda d, w: (_rising(d, w) - 1, _falling(d, w)), _FROM_ONE),
+        Mistake(_steps(lambda r, f, w: (w // 2, f)), _FROM_ONE),
+        Mistake(_steps(lambda r, f, w: (r - 1, f)), _FROM_ONE),
         Mistake(
-            lambda d, w: (_rising(d, w) - 1, _falling(d, w) - 1),
+            _steps(lambda r, f, w: (r - 1, f - 1)),
             "both steps are one too early: steps count from 1 (the first "
             "update has step = 1), not from 0.",
         ),
         Mistake(
-            lambda d, w: (_rising(d, w), _falling(d, w) + 1),
+            _steps(lambda r, f, w: (r, f + 1)),
             "the first step with lr <= peak / 2 is 4 * warmup itself "
             "(equality counts).",
         ),
         Mistake(
-            lambda d, w: (_rising(d, w), _falling(d, w) - 1),
+            _steps(lambda r, f, w: (r, f - 1)),
             "at 4 * warmup - 1 the lr is still above half the peak; 4 * "
             "warmup is the first step with lr <= peak / 2.",
         ),
         Mistake(
-            lambda d, w: (_falling(d, w), _rising(d, w)),
+            _steps(lambda r, f, w: (f, r)),
             "the two steps are swapped: return (rising, falling), the step on "
             "the way up first.",
         ),
@@ -162,7 +159,7 @@ HALF_PEAK_STEPS = Exercise(
             "the second step comes after the peak: search from step = warmup "
             "on (the lr is small at the start too).",
             when=_searched_from_the_start,
-            example=lambda d, w: (_rising(d, w), 1),
+            example=_steps(lambda r, f, w: (r, 1)),
         ),
     ],
 )
