@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transformer_course.exercises._core import Exercise, Mistake, message
+from transformer_course.exercises._core import Exercise, Mistake
 
 __all__ = [
     "check_row_normalise",
@@ -48,12 +48,12 @@ ROW_NORMALISE = Exercise(
         ),
         Mistake(
             _square(lambda matrix: matrix / matrix.sum(axis=1)),
-            message(
-                _KEEPDIMS_HINT,
-                what="row sums",
-                what_one="sum",
-                fix="matrix.sum(axis=1, keepdims=True)",
-            ),
+            _KEEPDIMS_HINT,
+            fields=lambda matrix: {
+                "what": "row sums",
+                "what_one": "sum",
+                "fix": "matrix.sum(axis=1, keepdims=True)",
+            },
         ),
     ],
 )
@@ -134,12 +134,12 @@ LOGSUMEXP = Exercise(
                     + np.log(np.exp(x - x.max(axis=1)).sum(axis=1))
                 )
             ),
-            message(
-                _KEEPDIMS_HINT,
-                what="row maxima",
-                what_one="maximum",
-                fix="x.max(axis=1, keepdims=True)",
-            ),
+            _KEEPDIMS_HINT,
+            fields=lambda x: {
+                "what": "row maxima",
+                "what_one": "maximum",
+                "fix": "x.max(axis=1, keepdims=True)",
+            },
         ),
     ],
 )

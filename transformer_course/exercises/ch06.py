@@ -13,7 +13,6 @@ from transformer_course.exercises._core import (
     Refusal,
     fail,
     label,
-    message,
     shape_of,
 )
 
@@ -232,17 +231,11 @@ def _as_id_lists(name: str, shown, got):
     parts = []
     for part in got:
         if getattr(part, "ndim", 1) > 1:
-            fail(
-                name,
-                message(
-                    "returned a part of shape {shape}; expected a list of ids.",
-                    shape=shape_of(part),
-                ),
-                shown,
-                message(
-                    "one sentence, no batch dimension: return two flat lists."
-                ),
+            problem = (
+                "returned a part of shape {shape}; expected a list of ids."
             )
+            hint = "one sentence, no batch dimension: return two flat lists."
+            fail(name, problem, shown, hint, shape=shape_of(part))
         if isinstance(part, (str, bytes)) or not hasattr(part, "__iter__"):
             return got
         try:

@@ -802,13 +802,8 @@ def _refused_by_load(name: str, shown, state, error: str) -> None:
     """Fail naming the first item of `state` that weights_only refuses."""
     found = _first_unsafe(state)
     unsupported = re.search(r"Unsupported global: GLOBAL (\S+)", error)
-    details = []
-    if unsupported:
-        details.append(
-            message(
-                "torch.load: unsupported global {name}", name=unsupported[1]
-            )
-        )
+    text = "torch.load: unsupported global {name}"
+    details = [message(text, name=unsupported[1])] if unsupported else []
     refuses = "returned a state that torch.load(weights_only=True) refuses"
     if found is None:
         hint = _unsafe_hint(np.zeros(0)) if "numpy" in error else None
