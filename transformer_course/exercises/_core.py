@@ -881,10 +881,8 @@ class Mistake:
 
     def on(self, args: Sequence, got=None):
         """(wrong answer, hint) on `args`, or None where it does not apply."""
-        if self.when is not None:
-            wrong = got if self.when(got, *args) else None
-        else:
-            wrong = self.variant(*args)
+        seen = self.when is not None and self.when(got, *args)
+        wrong = got if seen else None if self.when else self.variant(*args)
         if wrong is None:
             return None
         fields = self.fields(*args) if self.fields else {}
@@ -957,20 +955,19 @@ class Exercise:
         originals = args[self.shared :]
         if self.names is not None:
             originals = dict(zip(self.names, originals, strict=True))
-        if self.in_place is None:
-            expect_unchanged(self.name, None, given, originals)
-            return
         if callable(self.in_place):  # a check of its own
             self.in_place(self.name, shown, given, originals)
-            return
-        problem, hint = self.in_place
-        expect_unchanged(self.name, shown, given, originals, problem, hint)
+        elif self.in_place is None:
+            expect_unchanged(self.name, None, given, originals)
+        else:
+            expect_unchanged(self.name, shown, given, originals, *self.in_place)
 
     def _answer(self, fn: Callable, args: tuple, first: bool = False):
         """Call `fn` on one case: (its answer, read; the inputs shown; the
         expected answer). Inputs changed and refused answers fail here."""
         given = _copies(*args[self.shared :])
-        with np.errstate(all="ignore") if self.quiet else _nothing():
+        quiet = np.errstate(all="ignore") if self.quiet else None
+        with quiet or contextlib.nullcontext():
             inputs = [*args[: self.shared], *given]
             got = call(fn, self.name, *inputs, hints=self.errors)
         shown = list(self.shown(*args) if self.shown else args)
@@ -978,9 +975,7 @@ class Exercise:
         with np.errstate(all="ignore"):
             expected = self.reference(*args)
         for refusal in self.refusals:
-            if refusal.on is not None and not refusal.on(*args):
-                continue
-            if refusal.test(got):
+            if (refusal.on is None or refusal.on(*args)) and refusal.test(got):
                 hint = refusal.hint
                 hint = hint(got, *args) if callable(hint) else hint
                 fields = {"type": type(got).__name__, "kind": _a_kind(got)}
@@ -1001,19 +996,16 @@ class Exercise:
 
     def _judge(self, args, got, shown, expected, mistakes) -> None:
         """Compare one answer; `explain(*case)` adds a last line to a failure."""
+        name = self.name
         mistakes = [mistake for mistake in mistakes if mistake is not None]
         try:
             if callable(self.compare):  # a checker of properties, not values
-                self.compare(self.name, shown, got, expected, *args)
+                self.compare(name, shown, got, expected, *args)
             elif self.compare == "equal":
                 what = message(self.what) if self.what else ""
-                expect_equal(
-                    self.name, shown, got, expected, mistakes, what=what
-                )
+                expect_equal(name, shown, got, expected, mistakes, what=what)
             else:
-                expect_close(
-                    self.name, shown, got, expected, mistakes, self.atol
-                )
+                expect_close(name, shown, got, expected, mistakes, self.atol)
         except ExerciseError as error:
             if self.explain is None:
                 raise
@@ -1071,6 +1063,3 @@ class Exercise:
         check.__doc__ = self.doc
         check.__module__ = sys._getframe(1).f_globals["__name__"]
         return check
-
-
-_nothing = contextlib.nullcontext

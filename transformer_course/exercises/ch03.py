@@ -35,17 +35,10 @@ KEEPDIMS_HINT = (
 )
 
 
-def _global_max_softmax(x: np.ndarray) -> np.ndarray:
-    """exp(x - x.max()) normalised per row: the maximum of the whole array."""
+def _shifted_softmax(x: np.ndarray, shift) -> np.ndarray:
+    """exp(x - shift) normalised per row: a shift other than each row's max."""
     with np.errstate(all="ignore"):
-        e = np.exp(x - x.max())
-        return e / e.sum(axis=-1, keepdims=True)
-
-
-def _min_softmax(x: np.ndarray) -> np.ndarray:
-    """exp(x - min) normalised per row: the minimum subtracted, not the max."""
-    with np.errstate(all="ignore"):
-        e = np.exp(x - x.min(axis=-1, keepdims=True))
+        e = np.exp(x - shift)
         return e / e.sum(axis=-1, keepdims=True)
 
 
@@ -57,13 +50,13 @@ def _overflow_hint(x: np.ndarray, got) -> str:
         got = None
     variants = [
         (
-            _global_max_softmax(x),
+            _shifted_softmax(x, x.max()),
             "you subtracted the maximum of the whole array: a row far below "
             "it underflows to 0 / 0 = NaN. Subtract each row's own maximum, "
             "x.max(axis=axis, keepdims=True).",
         ),
         (
-            _min_softmax(x),
+            _shifted_softmax(x, x.min(axis=-1, keepdims=True)),
             "subtract the maximum, not the minimum: exp(x - min) overflows "
             "as soon as a row spans more than about 709.",
         ),

@@ -7,6 +7,8 @@ import functools
 from collections.abc import Callable
 
 from transformer_course.exercises._core import (
+    is_tensor,
+    to_array,
     not_a_tensor,
     Exercise,
     Mistake,
@@ -39,11 +41,7 @@ def _no_grad(fn: Callable) -> Callable:
 
 def _numpy(name: str, shown, value):
     """A learner's tensor as a float64 NumPy array; anything else unchanged."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().double().numpy()
-    return value
+    return to_array(value) if is_tensor(value) else value
 
 
 _TENSOR = Refusal(

@@ -493,13 +493,10 @@ def _as_three_tensors(name: str, shown, got):
     import torch
 
     if not isinstance(got, (tuple, list)) or len(got) != 3:
-        returned = (
-            message(
-                "a {type} of {n} items", type=type(got).__name__, n=len(got)
-            )
-            if isinstance(got, (tuple, list))
-            else describe(got, 0)
-        )
+        returned = describe(got, 0)
+        if isinstance(got, (tuple, list)):
+            kind = type(got).__name__
+            returned = message("a {kind} of {n} items", kind=kind, n=len(got))
         problem = (
             "must return three things: (scores, parents, tokens), each of k "
             "entries; it returned {returned}."
