@@ -405,3 +405,15 @@ def test_colab_cost_wording():
     assert colab.colab_cost(80) == "about 1 minute"
     assert colab.colab_cost(100) == "about 2 minutes"
     assert colab.colab_cost(270) == "about 5 minutes"  # 4.5 rounds up
+
+
+def test_fingerprint_is_blind_to_comments_docstrings_and_layout():
+    cell = 'def f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n'
+    same = "def f(x):\n    return 2 * x\n"
+    assert colab.code_shape(cell) == colab.code_shape(same)
+    assert colab.code_shape(cell) != colab.code_shape(same.replace("2", "3"))
+    magic = '%config InlineBackend.figure_format = "retina"\n# a note\nx = 1'
+    assert colab.code_shape(magic) == colab.code_shape(
+        magic.replace("# a note\n", "")
+    )
+    assert colab.code_shape(magic) != colab.code_shape(magic.replace("1", "2"))

@@ -690,12 +690,42 @@ def simulate(names, fast: bool, write: Path | None, timeout: int) -> int:
     return 1 if failed else 0
 
 
+def code_shape(source: str) -> str:
+    """A code cell as Python's parser sees it, without comments, docstrings or
+    layout: what a change must touch to change how long the cell runs. A
+    cell that is not Python (an IPython magic, a shell line) is kept as it is,
+    less its comment lines."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        lines = source.splitlines()
+        return "\n".join(
+            line for line in lines if not line.lstrip().startswith("#")
+        )
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]  # the docstring goes
+    return ast.dump(tree)
+
+
 def fingerprint(path: Path, runtime: dict) -> str:
-    """What a chapter's measured time depends on: its code cells, the
-    package's dependencies and Colab's runtime. tests/test_colab.py fails when
-    a chapter's fingerprint is not the one its time was measured with."""
+    """What a chapter's measured time depends on: its code cells (their
+    code_shape: a comment or a docstring changes nothing), the package's
+    dependencies and Colab's runtime. tests/test_colab.py fails when a
+    chapter's fingerprint is not the one its time was measured with."""
     notebook = read_notebook(path)
-    code = [cell_text(c) for c in notebook["cells"] if c["cell_type"] == "code"]
+    code = [
+        code_shape(cell_text(c))
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+    ]
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     dependencies = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
     parts = [*code, dependencies, runtime["commit"]]
