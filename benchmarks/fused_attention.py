@@ -21,28 +21,15 @@ fused_attention_<device>.json.
 import argparse
 import datetime
 import json
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from results_files import kernels_of
+from results_files import kernels_of, processor
 
 from transformer_course.beyond import explicit_attention, saved_tensor_bytes
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux), else what platform knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 B, H, D_K = 4, 8, 32
 
@@ -194,7 +181,7 @@ def main(argv=None) -> None:
             dtypes = [torch.float32, torch.float16, torch.bfloat16]
             memory = "peak allocated memory during the call"
         else:
-            label = f"{cpu_name()} CPU"
+            label = f"{processor()[0]} CPU"
             label += f", {args.threads} thread(s)"
             dtypes = [torch.float32]
             memory = "bytes kept for the backward pass"

@@ -15,6 +15,27 @@ from pathlib import Path
 import torch
 
 
+def processor() -> tuple[str, list[str]]:
+    """The processor's model name and its AVX-512 and AMX extensions, where
+    Linux tells them (/proc/cpuinfo), else what platform knows and none. Two
+    machines whose PyTorch both use AVX-512 kernels can still differ in the
+    math libraries' code paths (AVX-512 FP16, AMX), so in their sums. The one
+    description of the processor that every benchmark records."""
+    try:
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        info = []
+    fields = {}
+    for line in info:
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    model = (
+        fields.get("model name") or platform.processor() or platform.machine()
+    )
+    flags = fields.get("flags", "").split()
+    return model, sorted(f for f in flags if f.startswith(("avx512", "amx")))
+
+
 def machine() -> str:
     """The architecture, PyTorch's threads and version: what a timing needs."""
     return (

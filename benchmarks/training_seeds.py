@@ -56,6 +56,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from results_files import processor
+
 EXPERIMENTS = (
     "tasks",
     "recipe",
@@ -515,7 +517,7 @@ def summarise(experiment, seeds, per_seed) -> dict:
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, 1 thread "
         f"a run, CPU kernels {torch.backends.cpu.get_cpu_capability()}"
-        + processor(),
+        + processor_note(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "seeds": seeds,
@@ -523,31 +525,9 @@ def summarise(experiment, seeds, per_seed) -> dict:
     }
 
 
-def processor() -> str:
-    """The processor's model and extensions, where Linux tells them: two
-    machines whose PyTorch both use AVX-512 kernels can still differ in the
-    math libraries' code paths (AVX-512 FP16, AMX), so in their sums."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in info.splitlines()
-            if line.startswith("model name")
-        ),
-        "",
-    )
-    flags = next(
-        (
-            set(line.split(":", 1)[1].split())
-            for line in info.splitlines()
-            if line.startswith("flags")
-        ),
-        set(),
-    )
-    extensions = sorted(f for f in flags if f.startswith(("avx512", "amx")))
+def processor_note() -> str:
+    """ ", model (extensions)" of the processor, for the machine field."""
+    model, extensions = processor()
     return f", {model} ({' '.join(extensions) or 'no AVX-512'})"
 
 

@@ -18,12 +18,12 @@ finds one.
 
 import argparse
 import datetime
-import platform
 import time
 
 import torch
 import torch.nn.functional as F
 import torch.utils.benchmark as benchmark
+from results_files import processor
 from torch import nn
 
 from transformer_course.transformer import (
@@ -143,18 +143,6 @@ def table(times: dict[str, list[float]], reference="nn.Transformer") -> str:
     return "\n".join(lines)
 
 
-def cpu_name() -> str:
-    """The processor's model name where Linux tells it, else the machine."""
-    try:
-        with open("/proc/cpuinfo") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return f"{platform.machine()} CPU"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="CPU threads")
@@ -192,7 +180,7 @@ def main() -> None:
             name = torch.cuda.get_device_name()
         else:
             threads = torch.get_num_threads()
-            name = f"{cpu_name()}, {threads} thread{'s' * (threads > 1)}, "
+            name = f"{processor()[0]}, {threads} thread{'s' * (threads > 1)}, "
             name += "CPU time" if args.cpu_time else "wall time"
         times = measure(
             device,
