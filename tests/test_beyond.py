@@ -445,3 +445,70 @@ def test_an_unknown_kind_of_attention_is_refused():
     ):
         with pytest.raises(ValueError, match="kind must be one of"):
             config.attention("decodr")
+
+
+class _Recorded(DecoderCache):
+    """A DecoderCache that keeps every instance and the addresses of its
+    self-attention rooms after each reorder."""
+
+    made: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rooms_after_reorder = []
+        _Recorded.made.append(self)
+
+    def reorder(self, rows):
+        super().reorder(rows)
+        self.rooms_after_reorder.append(
+            [kv.data_ptr() for kv in self.self_kv if kv is not None]
+        )
+
+
+def test_reorder_allocates_nothing_for_the_identity_and_at_beam_one():
+    model = _model(5)
+    src = torch.randint(3, 50, (3, 7))
+    _Recorded.made.clear()
+    out = beam_search(model, src, 1, 15, 0.0, cache=_Recorded)
+    assert torch.equal(out, beam_search(model, src, 1, 15, 0.0))
+    (cache,) = _Recorded.made
+    assert len(cache.rooms_after_reorder) > 3  # reorder was called
+    assert all(room is None for room in cache.spare)  # no second room
+    assert all(  # and the rooms never moved
+        rooms == cache.rooms_after_reorder[0]
+        for rooms in cache.rooms_after_reorder
+    )
+    with torch.no_grad():  # the identity at beam 3 too
+        memory, mask = model.encode(src)
+        cache = DecoderCache(model, memory, mask, max_len=6, beam_size=3)
+        cache.next_token_log_probs(torch.ones(9, 2, dtype=torch.long))
+        before = [kv.data_ptr() for kv in cache.self_kv]
+        cache.reorder(torch.arange(9))
+        assert [kv.data_ptr() for kv in cache.self_kv] == before
+        assert cache.spare == [None] * len(cache.self_kv)
+
+
+@pytest.mark.parametrize("options", VARIANTS)
+def test_reorder_swaps_two_rooms_and_gives_the_recomputed_tokens(options):
+    model = _model(6, **options)
+    src = torch.randint(3, 50, (4, 8))
+    src[2, 5:] = 0
+    _Recorded.made.clear()
+    out, scores = beam_search(
+        model, src, 4, 16, 0.6, cache=_Recorded, n_best=4, return_scores=True
+    )
+    plain, plain_scores = beam_search(
+        model, src, 4, 16, 0.6, n_best=4, return_scores=True
+    )
+    assert torch.equal(out, plain)  # the recomputing path's tokens
+    torch.testing.assert_close(scores, plain_scores, atol=1e-5, rtol=1e-5)
+    (cache,) = _Recorded.made
+    n_layers = len(cache.self_kv)
+    per_layer = [
+        {rooms[i] for rooms in cache.rooms_after_reorder}
+        for i in range(n_layers)
+    ]
+    assert all(len(addresses) == 2 for addresses in per_layer)  # two rooms
+    assert cache.nbytes == 2 * sum(kv.nbytes for kv in cache.self_kv) + sum(
+        t.nbytes for kv in cache.cross for t in kv
+    )

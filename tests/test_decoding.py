@@ -616,3 +616,164 @@ def test_sequence_log_prob_refuses_bad_outputs():
         sequence_log_prob(model, src, torch.tensor([[5, 6]]))
     with pytest.raises(ValueError, match="tgt"):
         sequence_log_prob(model, src, torch.tensor([[5, 99], [5, 6]]))
+
+
+# beam_search's options: n_best, return_scores, min_len, max_len=(a, b)
+
+
+def rank_of(model, src, out, alpha):
+    """The model's own rank of each output row, log P / lp(|y|), from one
+    teacher-forced pass (sequence_log_prob), |y| counting <eos>."""
+    length = (out != PAD).sum(dim=1)
+    return sequence_log_prob(model, src, out) / gnmt_length_penalty(
+        length.double(), alpha
+    ).float().clamp(min=1e-30)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("beam_size", [2, 4])
+def test_n_best_is_sorted_exact_and_its_first_is_the_default(
+    partly_trained, alpha, beam_size
+):
+    model, src = partly_trained
+    src = src[:40]
+    best = beam_search(model, src, beam_size, 24, alpha)
+    for n in range(1, beam_size + 1):
+        out, scores = beam_search(
+            model, src, beam_size, 24, alpha, n_best=n, return_scores=True
+        )
+        assert out.shape[:2] == (len(src), n) and scores.shape == (len(src), n)
+        assert (scores[:, :-1] >= scores[:, 1:]).all()  # best first
+        assert torch.equal(out[:, 0, : best.size(1)], best)
+        assert (out[:, 0, best.size(1) :] == PAD).all()
+        # the exact stop (waiting for the n-th) = the search run to max_len
+        at_max_len = beam_search(
+            model,
+            src,
+            beam_size,
+            24,
+            alpha,
+            stopping="max_len",
+            n_best=n,
+            return_scores=True,
+        )
+        assert torch.equal(out, at_max_len[0])
+        assert torch.equal(scores, at_max_len[1])
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_scores_are_the_models_rank_of_the_returned_hypotheses(
+    partly_trained, alpha
+):
+    model, src = partly_trained
+    src = src[:40]
+    out, scores = beam_search(
+        model, src, 4, 24, alpha, n_best=4, return_scores=True
+    )
+    assert (scores > -math.inf).all()
+    rows = out.reshape(-1, out.size(-1))  # (B n, width)
+    rescored = rank_of(model, src.repeat_interleave(4, dim=0), rows, alpha)
+    assert torch.allclose(rescored, scores.reshape(-1), atol=1e-4, rtol=1e-5)
+    best, best_scores = beam_search(
+        model, src, 4, 24, alpha, return_scores=True
+    )
+    assert best_scores.shape == (len(src),)
+    assert torch.allclose(
+        rank_of(model, src, best, alpha), best_scores, 1e-5, 1e-4
+    )
+
+
+def test_n_best_waits_for_the_nth_hypothesis():
+    """alpha = 0, beam 2: [<eos>] (P = 0.5) is the best at step 1 and the
+    1-best stop would end there; the second best, A ... A <eos>, ends 11
+    tokens later: the exact n-best stop waits for it."""
+    model = ScriptedModel(6, a_long_sentence_behind_an_early_eos)
+    src = torch.tensor([[4]])
+    out, scores = beam_search(
+        model, src, 2, 12, 0.0, n_best=2, return_scores=True
+    )
+    assert out[0, 0].tolist()[:1] == [EOS] and (out[0, 0, 1:] == PAD).all()
+    assert out[0, 1].tolist() == [3] * 10 + [EOS]
+    expected = math.log(0.5) + 10 * math.log(0.99)
+    assert scores[0].tolist() == pytest.approx([math.log(0.5), expected])
+    to_max_len = beam_search(
+        model, src, 2, 12, 0.0, n_best=2, stopping="max_len"
+    )
+    assert torch.equal(out, to_max_len)
+
+
+@pytest.mark.parametrize("min_len", [1, 3, 6])
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_min_len_keeps_eos_back_and_the_stop_stays_exact(
+    partly_trained, min_len, alpha
+):
+    model, src = partly_trained
+    src = src[:40]
+    out = beam_search(model, src, 4, 24, alpha, min_len=min_len)
+    for row in out.tolist():
+        before = row.index(EOS) if EOS in row else len(row)
+        assert before >= min_len, row  # at least min_len tokens before <eos>
+    to_max_len = beam_search(
+        model, src, 4, 24, alpha, min_len=min_len, stopping="max_len"
+    )
+    assert torch.equal(out, to_max_len)
+    # count_sevens writes 7 (source - 3) times: min_len makes it write more
+    scripted = ScriptedModel(10, count_sevens)
+    short = beam_search(scripted, torch.tensor([[3]]), 2, 8, alpha)
+    assert short.tolist() == [[EOS]]
+    longer = beam_search(
+        scripted, torch.tensor([[3]]), 2, 8, alpha, min_len=min_len
+    )
+    assert len(longer[0]) == min_len + 1 and longer[0, -1] == EOS
+
+
+@pytest.mark.parametrize("cache", [NoCache, DecoderCache])
+def test_max_len_a_t_src_plus_b_is_each_sentences_own_limit(cache):
+    model = random_model(3).eval()
+    with torch.no_grad():  # <eos> rare: most sentences reach their limit
+        model.output_proj.weight[EOS] -= 2.0
+    src = random_sources(4)
+    t_src = (src != PAD).sum(dim=1)
+    for a, b in ((1.0, 2), (0.5, 3), (2.0, 0)):
+        limit = (a * t_src + b).floor().long()
+        out = beam_search(model, src, 3, (a, b), cache=cache)
+        assert torch.equal(
+            out, beam_search(model, src, 3, (a, b), stopping="max_len")
+        )
+        for row in range(len(src)):
+            # the same as that sentence decoded alone with its own max_len
+            alone = beam_search(
+                model,
+                src[row : row + 1, : int(t_src[row])],
+                3,
+                int(limit[row]),
+                cache=cache,
+            )[0]
+            assert torch.equal(out[row, : len(alone)], alone)
+            assert (out[row, len(alone) :] == PAD).all()
+        assert ((out != PAD).sum(dim=1) == limit).any()  # some were cut
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"min_len": -1}, ValueError, "min_len"),
+        ({"min_len": 8}, ValueError, "less than max_len"),
+        ({"min_len": 1.5}, TypeError, "min_len"),
+        ({"n_best": 0}, ValueError, "n_best"),
+        ({"n_best": 5}, ValueError, "beam_size=4"),
+        ({"n_best": True}, TypeError, "n_best"),
+        ({"return_scores": 1}, TypeError, "return_scores"),
+        ({"max_len": (1.0,)}, TypeError, "(a, b)"),
+        ({"max_len": (1.0, "50")}, TypeError, "(a, b)"),
+        ({"max_len": (0.0, 0)}, ValueError, "at least 1"),
+        ({"max_len": (1.0, 5000)}, ValueError, "positional encoding"),
+    ],
+)
+def test_beam_search_options_refuse_bad_values(kwargs, error, words):
+    model, src = random_model(0), random_sources(0)
+    kwargs = {"max_len": 8, **kwargs}
+    with pytest.raises(
+        error, match=words.replace("(", r"\(").replace(")", r"\)")
+    ):
+        beam_search(model, src, 4, **kwargs)

@@ -7,11 +7,17 @@ __all__ = ['STOPPING_RULES', 'next_token_log_probs', 'check_rows_stay', 'NoCache
 # %% ../book/08_decoding_and_evaluation.ipynb #05a4a454
 import math
 from contextlib import contextmanager
-from numbers import Integral, Real
 
 import torch
 import torch.nn.functional as F
 
+from transformer_course.decoding_checks import (
+    check_decoding_args,
+    check_length_penalty,
+    check_max_len_pair,
+    check_sampling_args,
+    check_search_options,
+)
 from .transformer import check_token_ids
 
 
@@ -75,9 +81,10 @@ class NoCache:
 def choosable(log_probs, config) -> torch.Tensor:
     """(B, vocab_size) log-probabilities with <pad> and <bos> set to -inf.
 
-    Every decoder chooses from these: a <pad> inside a prefix would be masked
-    as padding at the next step, and <bos> only starts a sentence. The other
-    tokens keep the model's log-probabilities (not renormalised, as fairseq).
+    Every decoder chooses from these: neither is ever a training target
+    (the loss skips <pad>; <bos> only starts a sentence), and the decoders
+    write <pad> after <eos> to mark a sentence's end. The other tokens keep
+    the model's log-probabilities (not renormalised, as fairseq).
     """
     never = torch.tensor(
         [config.pad_id, config.bos_id], device=log_probs.device
@@ -95,51 +102,6 @@ def _inference(model):
             yield
     finally:
         model.train(was_training)
-
-
-def _check_decoding_args(
-    model, src, max_len, beam_size=1, cache=NoCache
-) -> None:
-    """Clear errors for what would otherwise fail deep inside the model."""
-    config = getattr(model, "config", None)
-    if config is None or not hasattr(model, "encode"):
-        raise TypeError(
-            "model must be a Transformer (with .config, .encode and .decode), "
-            f"got {type(model).__name__}"
-        )
-    if not isinstance(src, torch.Tensor) or src.dim() != 2:
-        shape = getattr(src, "shape", type(src).__name__)
-        hint = ""
-        if isinstance(src, torch.Tensor) and src.dim() == 1:
-            hint = " (one sentence: src[None])"
-        raise ValueError(
-            f"src must be a (B, T_src) tensor of token ids, got {shape}{hint}"
-        )
-    if src.dtype.is_floating_point or src.dtype == torch.bool:
-        raise TypeError(f"src must hold integer token ids, got {src.dtype}")
-    # once per call, on any device: then no step reads the ids back
-    check_token_ids("src", src, config.vocab_size)
-    for name, value in (("max_len", max_len), ("beam_size", beam_size)):
-        if isinstance(value, bool) or not isinstance(value, Integral):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
-    if not callable(cache):
-        raise TypeError(
-            "cache must be a class with the step interface, called with "
-            "(model, memory, src_mask, max_len=..., beam_size=...), such as "
-            f"NoCache; got {cache!r}"
-        )
-    if max_len > config.max_len:
-        raise ValueError(
-            f"max_len={max_len} is more than the model's max_len="
-            f"{config.max_len} (the positional encoding's length)"
-        )
-    if beam_size > config.vocab_size:
-        raise ValueError(
-            f"beam_size={beam_size} is larger than the vocabulary "
-            f"({config.vocab_size} tokens)"
-        )
 
 # %% ../book/08_decoding_and_evaluation.ipynb #06875ffb
 def _token_by_token(model, src, max_len, cache, choose) -> torch.Tensor:
@@ -171,7 +133,7 @@ def greedy_decode(model, src, max_len: int, cache=NoCache) -> torch.Tensor:
     wide as its longest row. Never <pad> or <bos> (see choosable). cache: the
     step interface (chapter 9 passes its DecoderCache; the same tokens).
     """
-    _check_decoding_args(model, src, max_len, cache=cache)
+    check_decoding_args(model, src, max_len, cache=cache)
     return _token_by_token(
         model, src, max_len, cache, lambda log_probs: log_probs.argmax(dim=-1)
     )
@@ -182,15 +144,6 @@ def gnmt_length_penalty(length, alpha: float):
     return ((5 + length) / 6) ** alpha
 
 # %% ../book/08_decoding_and_evaluation.ipynb #5f85c6be
-def _check_length_penalty(length_penalty) -> None:
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, Real):
-        raise TypeError(
-            f"length_penalty must be a number (alpha), got {length_penalty!r}"
-        )
-    if not length_penalty >= 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
-
-
 STOPPING_RULES = {
     "exact": "no live hypothesis can still end above the best finished one",
     "max_len": "never before max_len (the reference the exact rule equals)",
@@ -208,18 +161,20 @@ def _check_stopping(stopping) -> None:
         )
 
 
-def _stop(stopping, finished_rank, live_log_p, step, max_len, alpha):
+def _stop(stopping, finished_rank, live_log_p, step, lp_limit, alpha, n=1):
     """(B,) True where the search of a sentence may stop after `step` tokens.
 
     finished_rank: (B, k) the pool's ranks (-inf: empty); live_log_p: (B, k)
-    the live hypotheses' log P, all of length `step`.
+    the live hypotheses' log P, all of length `step`; lp_limit: lp of each
+    sentence's max_len (a number, or (B,)); n: the finished hypotheses that
+    must be out of reach (n_best).
     """
     best_live = live_log_p.max(dim=1).values
     if stopping == "exact":
         # a live hypothesis only loses log P (<= 0) as it grows, and lp grows
         # with the length: log P / lp(max_len) is the most it can still reach
-        bound = best_live / gnmt_length_penalty(max_len, alpha)
-        return finished_rank.max(dim=1).values >= bound
+        nth_best = finished_rank.topk(n, dim=1).values[:, -1]
+        return nth_best >= best_live / lp_limit
     if stopping == "max_len":
         return torch.zeros_like(best_live, dtype=torch.bool)
     at_its_length = best_live / gnmt_length_penalty(step, alpha)
@@ -243,6 +198,38 @@ def _keep_best(pool, new, k: int):
     return rank.gather(1, best), length.gather(1, best), tokens.gather(1, index)
 
 
+def _length_limits(max_len, src, config):
+    """(a, b) -> (the longest limit, (B,) each sentence's): a * T_src + b
+    tokens for a source of T_src tokens (<pad> not counted), rounded down;
+    the paper's is T_src + 50 (a=1, b=50)."""
+    a, b = max_len
+    lengths = (src != config.pad_id).sum(dim=1).double()  # (B,)
+    limit = (a * lengths + b).floor().long()
+    shortest, longest = int(limit.min()), int(limit.max())
+    if shortest < 1:
+        raise ValueError(
+            f"max_len={max_len!r} gives a limit of {shortest} tokens for a "
+            f"source of {int(lengths[limit.argmin()])}: at least 1 is needed"
+        )
+    if longest > config.max_len:
+        raise ValueError(
+            f"max_len={max_len!r} gives {longest} tokens, more than the "
+            f"model's max_len={config.max_len} (the positional encoding's "
+            "length)"
+        )
+    return longest, limit
+
+
+def _n_best(pool, n):
+    """The pool's n best, best first: rank (B, n), length (B, n) and tokens
+    (B, n, max_len)."""
+    rank, length, tokens = pool
+    rank, order = rank.sort(dim=1, descending=True, stable=True)
+    rank, order = rank[:, :n], order[:, :n]
+    index = order[..., None].expand(-1, -1, tokens.size(-1))
+    return rank, length.gather(1, order), tokens.gather(1, index)
+
+
 def beam_search(
     model,
     src,
@@ -251,6 +238,10 @@ def beam_search(
     length_penalty: float = 0.6,
     cache=NoCache,
     stopping: str = "exact",
+    *,
+    min_len: int = 0,
+    n_best=None,
+    return_scores: bool = False,
 ) -> torch.Tensor:
     """(B, T_src) ids -> (B, <= max_len) ids: the best of beam_size hypotheses.
 
@@ -261,14 +252,32 @@ def beam_search(
     length_penalty=0 (with alpha > 0 it may search on past an <eos>).
     stopping: one of STOPPING_RULES (the others, to compare them).
     cache: the step interface (chapter 9's DecoderCache: the same tokens).
+    max_len: an integer, or (a, b): a * T_src + b tokens for each sentence.
+    min_len: no <eos> before min_len tokens (fairseq's min_len).
+    n_best: the n best hypotheses of each sentence, (B, n, width), best first
+    (the exact stop then waits until no live one can reach the n-th).
+    return_scores: also return their ranks, log P / lp, (B,) or (B, n)
+    (-inf where fewer than n hypotheses exist).
     """
-    _check_decoding_args(model, src, max_len, beam_size, cache)
-    _check_length_penalty(length_penalty)
+    pair = isinstance(max_len, tuple)
+    if pair:
+        check_max_len_pair(max_len)
+    check_decoding_args(model, src, 1 if pair else max_len, beam_size, cache)
+    check_length_penalty(length_penalty)
     _check_stopping(stopping)
     c, k, B, device = model.config, beam_size, src.size(0), src.device
+    # max_len: the loop's limit; limit: each sentence's, lp_limit its lp
+    if pair:
+        max_len, limit = _length_limits(max_len, src, c)
+        lp_limit = gnmt_length_penalty(limit.double(), length_penalty).float()
+        lp_rows = lp_limit[:, None]  # (B, 1)
+    else:
+        limit = max_len
+        lp_limit = lp_rows = gnmt_length_penalty(max_len, length_penalty)
+    check_search_options(min_len, n_best, return_scores, beam_size, limit)
     first_row = torch.arange(B, device=device)[:, None] * k  # (B, 1)
     # a hypothesis's k + 1 best tokens hold its k best that are not <eos>
-    n_best = min(k + 1, c.vocab_size)
+    n_top = min(k + 1, c.vocab_size)
     with _inference(model):
         memory, src_mask = model.encode(src)
         # rows b*k ... b*k + k - 1 are sentence b's live hypotheses
@@ -291,20 +300,22 @@ def beam_search(
         )
         for step in range(1, max_len + 1):
             log_probs = choosable(stepper.next_token_log_probs(tokens), c)
+            if step <= min_len:  # too short to end
+                log_probs[:, c.eos_id] = -math.inf
             # stable sorts: among equal scores the lower token id first, as
             # greedy_decode's argmax, so that beam_size=1 is greedy on ties too
             top_log_probs, top_tokens = log_probs.sort(
                 dim=-1, descending=True, stable=True
             )
-            top_log_probs = top_log_probs[:, :n_best]
-            top_tokens = top_tokens[:, :n_best]
-            # (B * k, n_best) -> (B, k * n_best) candidates, sorted best first
+            top_log_probs = top_log_probs[:, :n_top]
+            top_tokens = top_tokens[:, :n_top]
+            # (B * k, n_top) -> (B, k * n_top) candidates, sorted best first
             candidates = (scores.reshape(-1, 1) + top_log_probs).view(B, -1)
             candidates, order = candidates.sort(
                 dim=1, descending=True, stable=True
             )
             new_tokens = top_tokens.reshape(B, -1).gather(1, order)
-            parent = order // n_best  # the hypothesis each one extends
+            parent = order // n_top  # the hypothesis each one extends
             ends = new_tokens == c.eos_id
             lp = gnmt_length_penalty(step, length_penalty)
             # those of the k best that end with <eos> join the finished pool
@@ -332,52 +343,44 @@ def beam_search(
             tokens = torch.cat([tokens[rows], chosen], dim=1)
             stepper.reorder(rows)  # its rows follow the live hypotheses
             done |= _stop(
-                stopping, pool[0], scores, step, max_len, length_penalty
+                stopping,
+                pool[0],
+                scores,
+                step,
+                lp_limit,
+                length_penalty,
+                n_best or 1,
             )
+            at_limit = ~done & (limit == step)  # the live ones compete too
+            if at_limit.any():
+                pool = _keep_best(
+                    pool,
+                    (
+                        (scores / lp_rows).masked_fill(
+                            ~at_limit[:, None], -math.inf
+                        ),
+                        torch.full_like(pool[1], step),
+                        F.pad(
+                            tokens[:, 1:].view(B, k, step),
+                            (0, max_len - step),
+                            value=c.pad_id,
+                        ),
+                    ),
+                    k,
+                )
+                done |= at_limit
             if done.all():
                 break
-        if not done.all():  # at max_len: the live hypotheses compete too
-            live_rank = scores / gnmt_length_penalty(max_len, length_penalty)
-            pool = _keep_best(
-                pool,
-                (
-                    live_rank.masked_fill(done[:, None], -math.inf),
-                    torch.full_like(pool[1], max_len),
-                    tokens[:, 1:].view(B, k, max_len),
-                ),
-                k,
-            )
-        rank, length, finished = pool
-        winner = rank.argmax(dim=1)  # (B,)
-        width = int(length[torch.arange(B), winner].max())
-        return finished[torch.arange(B), winner, :width]
+        rank, length, out = _n_best(pool, n_best or 1)
+        if n_best is None:  # the best one: (B,) and (B, width)
+            rank, length, out = rank[:, 0], length[:, 0], out[:, 0]
+        else:  # fewer than n hypotheses: -inf and <pad> only
+            out = out.masked_fill((rank == -math.inf)[..., None], c.pad_id)
+            length = length.masked_fill(rank == -math.inf, 0)
+        out = out[..., : max(int(length.max()), 1)]
+        return (out, rank) if return_scores else out
 
 # %% ../book/08_decoding_and_evaluation.ipynb #3da3c4b4
-def _check_sampling_args(temperature, top_k, top_p, vocab_size) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, Real):
-        raise TypeError(f"temperature must be a number, got {temperature!r}")
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(
-            f"temperature must be > 0 and finite, got {temperature} (the "
-            "limit T -> 0 is greedy_decode, or top_k=1)"
-        )
-    if top_k is not None:
-        if isinstance(top_k, bool) or not isinstance(top_k, Integral):
-            raise TypeError(f"top_k must be an integer or None, got {top_k!r}")
-        if not 1 <= top_k <= vocab_size:
-            raise ValueError(
-                f"top_k must be between 1 and the vocabulary's {vocab_size} "
-                f"tokens, got {top_k}"
-            )
-    if top_p is not None:
-        if isinstance(top_p, bool) or not isinstance(top_p, Real):
-            raise TypeError(f"top_p must be a number or None, got {top_p!r}")
-        if not 0 < top_p <= 1:
-            raise ValueError(
-                f"top_p must be in (0, 1], a share of probability, got {top_p}"
-            )
-
-
 def sampling_distribution(
     log_probs, temperature: float = 1.0, top_k=None, top_p=None
 ) -> torch.Tensor:
@@ -389,7 +392,7 @@ def sampling_distribution(
     probability reaches top_p (nucleus sampling, Holtzman et al., 2020), both
     renormalised. Among equal probabilities the lower token id comes first.
     """
-    _check_sampling_args(temperature, top_k, top_p, log_probs.size(-1))
+    check_sampling_args(temperature, top_k, top_p, log_probs.size(-1))
     probs = (log_probs.float() / temperature).softmax(dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)
     if top_k is not None:
@@ -418,8 +421,8 @@ def sample(
     decoding; the same seeded torch.Generator (on src's device) gives the
     same tokens. cache: the step interface, as in greedy_decode.
     """
-    _check_decoding_args(model, src, max_len, cache=cache)
-    _check_sampling_args(temperature, top_k, top_p, model.config.vocab_size)
+    check_decoding_args(model, src, max_len, cache=cache)
+    check_sampling_args(temperature, top_k, top_p, model.config.vocab_size)
     if generator is not None:
         if not isinstance(generator, torch.Generator):
             raise TypeError(
@@ -449,7 +452,7 @@ def sequence_log_prob(model, src, tgt) -> torch.Tensor:
         raise ValueError(
             f"tgt must be a (B, T) tensor of token ids, got {shape}"
         )
-    _check_decoding_args(model, src, max(tgt.size(1), 1))
+    check_decoding_args(model, src, max(tgt.size(1), 1))
     if len(tgt) != len(src):
         raise ValueError(
             f"tgt has {len(tgt)} rows, src {len(src)}: one output per source"

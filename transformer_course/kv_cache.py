@@ -17,7 +17,8 @@ class DecoderCache:
     Cross-attention K/V: computed once per source sentence and shared by its
     beam_size hypotheses. Self-attention K/V: room for max_len positions in
     every layer, allocated at the first step (in the keys' dtype); each step
-    writes its new tokens' in place.
+    writes its new tokens' in place. Beam search's reorder copies them into a
+    second such room, allocated at its first move, and the two swap.
     """
 
     def __init__(self, model, memory, src_mask, max_len, beam_size=1):
@@ -43,6 +44,7 @@ class DecoderCache:
         # per layer, from the first step: [0] keys, [1] values, each
         # (rows, h_kv, max_len, d_k)
         self.self_kv = [None] * len(model.decoder_layers)
+        self.spare = [None] * len(model.decoder_layers)  # reorder's copies
 
     def _self_attention(self, i, attention, y, positions, mask):
         q = query_heads(attention, y, positions)  # (rows, h, n_new, d_k)
@@ -108,23 +110,31 @@ class DecoderCache:
     def reorder(self, rows: torch.Tensor) -> None:
         """Rows take the places `rows` (beam search: the surviving
         hypotheses). Their self-attention keys and values move with them: the
-        filled part, copied once into new room; the cross-attention ones
-        belong to the sentence: they stay."""
+        filled part, copied into a second room allocated at the first move,
+        and the two rooms swap; nothing moves when no row does (always at
+        beam_size=1). The cross-attention ones belong to the sentence: they
+        stay."""
         check_rows_stay(rows, self.beam_size, self.rows)
+        if self.length == 0 or torch.equal(
+            rows, torch.arange(self.rows, device=rows.device)
+        ):
+            return  # the identity: every row stays where it is
         filled = slice(0, self.length)
         for i, kv in enumerate(self.self_kv):
-            if kv is not None:
-                moved = torch.empty_like(kv)
-                torch.index_select(
-                    kv[..., filled, :], 1, rows, out=moved[..., filled, :]
-                )
-                self.self_kv[i] = moved
+            if self.spare[i] is None:
+                self.spare[i] = torch.empty_like(kv)
+            torch.index_select(
+                kv[..., filled, :], 1, rows, out=self.spare[i][..., filled, :]
+            )
+            self.self_kv[i], self.spare[i] = self.spare[i], kv
 
     @property
     def nbytes(self) -> int:
-        """Bytes allocated for keys and values (self-attention: max_len)."""
+        """Bytes allocated for keys and values (self-attention: max_len,
+        twice once beam search has moved a row)."""
         cross = sum(t.nbytes for kv in self.cross for t in kv)
-        return cross + sum(kv.nbytes for kv in self.self_kv if kv is not None)
+        rooms = [*self.self_kv, *self.spare]
+        return cross + sum(kv.nbytes for kv in rooms if kv is not None)
 
 # %% ../book/09_beyond_the_paper.ipynb #cell-051
 def kv_cache_bytes(
