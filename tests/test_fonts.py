@@ -168,3 +168,20 @@ def test_the_chinese_map_is_up_to_date_and_all_in_chinese(tmp_path):
     assert "architecture_zh.svg" in (ROOT / "zh/book/intro.md").read_text()
     with pytest.raises(KeyError, match="no Chinese for the label 'Attention'"):
         namespace["chinese"]("Attention")
+
+
+def test_bold_text_draws_without_a_warning_about_the_one_weight(caplog):
+    # the Chinese font has one weight: matplotlib would log "Failed to find
+    # font weight bold for Noto Sans CJK SC" on stderr, which nbval compares
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    figure, axes = plt.subplots()
+    axes.text(0.5, 0.5, "Encoder 编码器", fontweight="bold")
+    with caplog.at_level("WARNING", logger="matplotlib.font_manager"):
+        figure.canvas.draw()
+    plt.close(figure)
+    assert not [r for r in caplog.records if "font weight" in r.getMessage()]

@@ -4,6 +4,7 @@
 __all__ = ['CJK_FAMILY', 'cjk_font_path', 'use_cjk_font', 'use_cjk_font_when_matplotlib_loads']
 
 # %% ../book/00_getting_started.ipynb #fonts-001
+import logging
 from importlib import resources
 from pathlib import Path
 
@@ -23,6 +24,22 @@ def cjk_font_path() -> Path:
     return Path(str(path))
 
 
+class _RegularOnly(logging.Filter):
+    """Drops matplotlib's warning that the Chinese font has no bold weight:
+    it has one weight, so bold Chinese is drawn regular, and Latin text in
+    bold still comes from the font before it."""
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        return not (
+            message.startswith("findfont: Failed to find font weight")
+            and CJK_FAMILY in message
+        )
+
+
+_REGULAR_ONLY = _RegularOnly()
+
+
 def use_cjk_font() -> str:
     """Add the font to matplotlib and append it to `font.family`, where
     matplotlib finds it for each character the fonts before it lack.
@@ -33,6 +50,7 @@ def use_cjk_font() -> str:
     path = str(cjk_font_path())
     if all(font.fname != path for font in font_manager.fontManager.ttflist):
         font_manager.fontManager.addfont(path)
+    logging.getLogger("matplotlib.font_manager").addFilter(_REGULAR_ONLY)
     families = list(matplotlib.rcParams["font.family"])
     if CJK_FAMILY not in families:
         matplotlib.rcParams["font.family"] = [*families, CJK_FAMILY]
