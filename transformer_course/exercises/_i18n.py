@@ -1,0 +1,212 @@
+"""The language of the checkers' messages: English, or Chinese (中文) from a
+gettext catalog.
+
+Every message of a checker is an English format string (a template) that
+`_core.message` fills in; in Chinese, `translate` first looks the template up
+in the catalog `locale/zh_CN/LC_MESSAGES/exercises.mo` (compiled from the
+`.po` beside it, which `python tools/zh.py messages` extracts from the
+checkers and compiles), and the Chinese template is filled in with the same
+fields. A template missing from the catalog stays English.
+
+The language is English unless chosen:
+
+- `set_language("zh")` (or "en") in a notebook or a program;
+- the environment variable `TRANSFORMER_COURSE_LANG=zh`, which the set-up
+  cell of every Chinese notebook sets (`tools/zh.py sync` writes it there).
+
+`set_language` wins over the variable; `set_language(None)` goes back to it.
+A language that is neither is refused with an error that names it.
+"""
+
+from __future__ import annotations
+
+import functools
+import gettext
+import os
+import re
+import string
+import textwrap
+import unicodedata
+
+ENVIRONMENT_VARIABLE = "TRANSFORMER_COURSE_LANG"
+DOMAIN = "exercises"
+LOCALE_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale"
+)
+# a language the checkers speak -> its gettext locale (None: the templates)
+LANGUAGES = {"en": None, "zh": "zh_CN"}
+_ALIASES = {"zh_cn": "zh", "zh-cn": "zh", "zh-hans": "zh", "en_us": "en"}
+
+_chosen: str | None = None
+
+
+def _normalise(language: str, where: str) -> str:
+    key = str(language).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in LANGUAGES:
+        known = ", ".join(repr(name) for name in LANGUAGES)
+        raise ValueError(
+            f"{where} {language!r} is not a language of the exercise "
+            f"checkers; choose one of {known}."
+        )
+    return key
+
+
+def set_language(language: str | None) -> None:
+    """Make the checkers answer in `language`: "en" (English, the default)
+    or "zh" (Chinese); None goes back to $TRANSFORMER_COURSE_LANG."""
+    global _chosen
+    _chosen = None if language is None else _normalise(language, "language")
+
+
+def language() -> str:
+    """The language the checkers answer in now: "en" or "zh"."""
+    if _chosen is not None:
+        return _chosen
+    value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+    if not value:
+        return "en"
+    return _normalise(value, ENVIRONMENT_VARIABLE)
+
+
+@functools.cache
+def catalog(language: str) -> gettext.NullTranslations:
+    """The compiled catalog of `language` ("zh"); English has none."""
+    locale = LANGUAGES[language]
+    if locale is None:
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[locale])
+
+
+def translate(text: str, language_: str | None = None) -> str:
+    """`text`, a checker's template, in the language of the checkers (or
+    `language_`): the catalog's translation, or `text` itself when the
+    catalog has none (English, or text that is no template)."""
+    lang = language() if language_ is None else language_
+    if lang == "en" or not text:
+        return text
+    return catalog(lang).gettext(text)
+
+
+# ------------------------------------------------------------ display width
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a monospaced font: a Chinese character two."""
+    return sum(2 if _wide(char) else 1 for char in text)
+
+
+# Chinese closing punctuation never starts a line, opening never ends one
+_NO_START = set("，。；：！？、）》」』】”’")
+_NO_END = set("（《「『【“‘")
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Lines of at most `width` columns, broken at spaces and between
+    Chinese characters (which take two columns each); a word longer than a
+    line is left whole, as textwrap does with long words. Text without
+    Chinese is wrapped by textwrap, as it always was."""
+    if not any(_wide(char) for char in text):
+        return textwrap.wrap(text, width=width)
+    units = re.findall(
+        r"\s+|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+|.", text
+    )
+    lines: list[str] = []
+    line = ""
+    for unit in units:
+        if unit.isspace():
+            if line:
+                line += " "
+            continue
+        candidate = line + unit
+        if display_width(candidate.rstrip()) <= width or not line.strip():
+            line = candidate
+            continue
+        # move trailing opening punctuation, or keep closing punctuation
+        head, carry = line.rstrip(), ""
+        if unit[0] in _NO_START and head and not line.endswith(" "):
+            carry, head = head[-1], head[:-1]
+        while head and head[-1] in _NO_END:
+            carry, head = head[-1] + carry, head[:-1]
+        if not head.strip():  # nothing to break: overflow rather than loop
+            line = candidate
+            continue
+        lines.append(head.rstrip())
+        line = carry + unit
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
+# ------------------------------------------------------ translating outputs
+
+
+def fields_of(template: str) -> list[tuple[str, str, str]]:
+    """The replacement fields of a format string: (name, conversion, spec)."""
+    return sorted(
+        (name, conversion or "", spec or "")
+        for _, name, spec, conversion in string.Formatter().parse(template)
+        if name is not None
+    )
+
+
+@functools.cache
+def _patterns(language: str) -> list[tuple[re.Pattern, str, list[str]]]:
+    """Every English template of the catalog as a regular expression, the
+    most specific (the most literal text) first, with its translation."""
+    patterns = []
+    for english, chinese in _entries(language).items():
+        parts, names = [], []
+        for literal, name, _, _ in string.Formatter().parse(english):
+            parts.append(re.escape(literal))
+            if name is not None:
+                if name in names:
+                    parts.append(f"(?P={name})")
+                else:
+                    parts.append(f"(?P<{name}>.*?)")
+                    names.append(name)
+        literal_size = sum(
+            len(literal) for literal, *_ in string.Formatter().parse(english)
+        )
+        if literal_size < 2:  # "{name} {problem}": no text to recognise
+            continue
+        pattern = re.compile("".join(parts), re.DOTALL)
+        patterns.append((literal_size, pattern, chinese, names))
+    patterns.sort(key=lambda item: -item[0])
+    return [
+        (pattern, chinese, names) for _, pattern, chinese, names in patterns
+    ]
+
+
+@functools.cache
+def _entries(language: str) -> dict[str, str]:
+    translations = catalog(language)
+    return {
+        english: chinese
+        for english, chinese in getattr(translations, "_catalog", {}).items()
+        if english and isinstance(english, str)
+    }
+
+
+def translate_printed(text: str, language_: str = "zh") -> str | None:
+    """A message as the checkers print it in English, in `language_`: the
+    template it was made from recognised, and each field translated the
+    same way where it is a message itself; None if no template fits."""
+    entries = _entries(language_)
+    if text in entries:
+        return entries[text]
+    for pattern, chinese, names in _patterns(language_):
+        found = pattern.fullmatch(text)
+        if found is None:
+            continue
+        fields = {}
+        for name in names:
+            value = found.group(name)
+            inner = translate_printed(value, language_) if value else None
+            fields[name] = value if inner is None else inner
+        return chinese.format(**fields)
+    return None
