@@ -5,7 +5,8 @@ the .mo beside it, which the package ships and `_i18n` reads).
 
     python tools/zh.py messages     # extract, merge into the .po, compile
 
-A template is a string literal of the checkers' modules that is a message:
+A template is a string literal of the checkers' modules (not `_i18n.py`,
+which translates them) that is a message:
 one with a space in it, or one given to `message`, `label` or `_by_hand`,
 or one of `SINGLE_WORDS`; docstrings, `doc=` texts (the help of a checker,
 English like the rest of the library's help), dictionary keys and the
@@ -91,6 +92,8 @@ def extract(folder: Path = EXERCISES) -> dict[str, list[str]]:
     """Every template of the checkers, with where it is (file:line)."""
     found: dict[str, list[str]] = {}
     for path in sorted(folder.glob("*.py")):
+        if path.name == "_i18n.py":  # the machinery that translates
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip, marked = _not_messages(tree), _marked(tree)
         for node in ast.walk(tree):
@@ -102,7 +105,12 @@ def extract(folder: Path = EXERCISES) -> dict[str, list[str]]:
             if id(node) in skip or text in NOT_MESSAGES or not text.strip():
                 continue
             if " " in text or id(node) in marked or text in SINGLE_WORDS:
-                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                shown = (
+                    path.relative_to(ROOT)
+                    if path.is_relative_to(ROOT)
+                    else path
+                )
+                where = f"{shown}:{node.lineno}"
                 found.setdefault(text, []).append(where)
     return found
 

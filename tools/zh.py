@@ -55,6 +55,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import checker_messages
 import yaml
 from notebooks import cell_text, notebook_text, read_notebook, write_notebook
 
@@ -579,7 +580,15 @@ def main(argv=None) -> int:
     marking.add_argument("notebook", type=Path, help="or zh/glossary.yml")
     marking.add_argument("ids", nargs="*", help="cell ids (glossary: terms)")
     commands.add_parser("publish", help="zh/_build/html -> _build/html/zh")
+    commands.add_parser(
+        "messages", help="the checkers' message catalog: extract, compile"
+    )
     args = parser.parse_args(argv)
+    if args.command == "messages":
+        total, untranslated = checker_messages.write()
+        print(f"{total} templates, {untranslated} untranslated")
+        print(f"wrote {checker_messages.PO.relative_to(ROOT)} and its .mo")
+        return 1 if untranslated else 0
     if args.command == "publish":
         print(f"published {publish().relative_to(ROOT)}")
     elif args.command == "sync":

@@ -152,7 +152,7 @@ def describe(value, max_lines: int = 4) -> str:
         text_lines = text.splitlines()
         small = value.ndim <= 2 and value.size <= 40
         if small and len(text_lines) <= min(max_lines, 4):
-            return f"{head}:\n{text}"
+            return message("{head}:\n{values}", head=head, values=text)
         return head
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.nn.Module):

@@ -160,6 +160,8 @@ def _patterns(language: str) -> list[tuple[re.Pattern, str, list[str]]]:
     most specific (the most literal text) first, with its translation."""
     patterns = []
     for english, chinese in _entries(language).items():
+        if any(not name.isidentifier() for name, *_ in fields_of(english)):
+            continue  # "{}" fields: labels that read the same in Chinese
         parts, names = [], []
         for literal, name, _, _ in string.Formatter().parse(english):
             parts.append(re.escape(literal))
@@ -175,11 +177,22 @@ def _patterns(language: str) -> list[tuple[re.Pattern, str, list[str]]]:
         if literal_size < 2:  # "{name} {problem}": no text to recognise
             continue
         pattern = re.compile("".join(parts), re.DOTALL)
-        patterns.append((literal_size, pattern, chinese, names))
+        patterns.append((literal_size, pattern, _plain(chinese), names))
     patterns.sort(key=lambda item: -item[0])
     return [
         (pattern, chinese, names) for _, pattern, chinese, names in patterns
     ]
+
+
+def _plain(template: str) -> str:
+    """`template` with its fields' conversions and format specs left out:
+    the values recognised in a printed message are already converted."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is not None:
+            out.append("{" + name + "}")
+    return "".join(out)
 
 
 @functools.cache
@@ -190,6 +203,24 @@ def _entries(language: str) -> dict[str, str]:
         for english, chinese in getattr(translations, "_catalog", {}).items()
         if english and isinstance(english, str)
     }
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at the ", " that are outside brackets and quotes."""
+    parts, depth, start, quote = [], 0, 0, ""
+    for i, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0 and text[i + 1 : i + 2] == " ":
+            parts.append(text[start:i])
+            start = i + 2
+    return [*parts, text[start:]]
 
 
 def translate_printed(text: str, language_: str = "zh") -> str | None:
@@ -206,7 +237,102 @@ def translate_printed(text: str, language_: str = "zh") -> str | None:
         fields = {}
         for name in names:
             value = found.group(name)
+            if name == "inputs":  # described one by one, joined by ", "
+                fields[name] = ", ".join(
+                    translate_printed(part, language_) or part
+                    for part in _top_level_parts(value)
+                )
+                continue
             inner = translate_printed(value, language_) if value else None
             fields[name] = value if inner is None else inner
         return chinese.format(**fields)
     return None
+
+
+_WIDTH = 80
+_AFTER_FIRST_LINE = ("Hint: ", "on input ", "called with no input")
+_VERDICTS = ("Correct: ", "Not done yet: ")
+
+
+def _printed_line(line: str, language_: str) -> str | None:
+    """One line of a message after its first line and hint: a whole
+    template, or the head of an input printed over several lines ("on input
+    array of shape (3, 3):", its values on the lines below)."""
+    if line.startswith("  and "):  # the next input ("\n  and " joins them)
+        rest = line[len("  and ") :]
+        rest = _printed_line(rest, language_) or rest
+        return translate("\n  and ", language_)[1:] + rest
+    if line.endswith(":"):
+        head = translate_printed(line[:-1], language_)
+        if head is not None:
+            colon = translate("{head}:\n{values}", language_).split("\n")[0]
+            return colon.format(head=head)
+    return translate_printed(line, language_)
+
+
+def _failure(lines: list[str], i: int, language_: str):
+    """The message of a wrong answer that starts at line `i` (the layout of
+    `_core.fail`: its first line, the hint, the inputs, the details), in
+    `language_`, and the index of the line after it; None if it is none."""
+    for j in range(i, min(i + 4, len(lines))):
+        after = lines[j + 1] if j + 1 < len(lines) else ""
+        if after and not after.startswith(_AFTER_FIRST_LINE):
+            continue
+        name, _, problem = " ".join(lines[i : j + 1]).partition(" ")
+        problem = translate_printed(problem, language_) if problem else None
+        if problem is not None:
+            break
+    else:
+        return None
+    first = translate("{name} {problem}", language_)
+    out = wrap(first.format(name=name, problem=problem), _WIDTH)
+    k = j + 1
+    if k < len(lines) and lines[k].startswith("Hint: "):
+        end = k + 1
+        while end < len(lines) and lines[end] and not lines[end].startswith(
+            _AFTER_FIRST_LINE[1:]
+        ):
+            end += 1
+        hint = translate_printed(" ".join(lines[k:end]), language_)
+        if hint is None:
+            return None
+        out += wrap(hint, _WIDTH)
+        k = end
+    while k < len(lines) and lines[k] and not lines[k].startswith(_VERDICTS):
+        done = _printed_line(lines[k], language_)
+        out.append(lines[k] if done is None else done)
+        k += 1
+    return out, k
+
+
+def translate_output(text: str, language_: str = "zh") -> str:
+    """What a check cell printed in English, in `language_`: each verdict
+    ("Correct: ...", "Not done yet: ...") and each message of a wrong answer
+    made again from the catalog's templates; every other line (what the
+    cell printed itself) as it was. `tools/zh.py sync` writes the Chinese
+    notebooks' check cells' outputs with it."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("Not done yet: ") and i + 1 < len(lines):
+            done = translate_printed(f"{line}\n{lines[i + 1]}", language_)
+            if done is not None:
+                out += done.split("\n")
+                i += 2
+                continue
+        if line.startswith("Correct: "):
+            done = translate_printed(line, language_)
+            if done is not None:
+                out.append(done)
+                i += 1
+                continue
+        failure = _failure(lines, i, language_) if line else None
+        if failure is not None:
+            block, i = failure
+            out += block
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)

@@ -457,11 +457,13 @@ ADDITIVE_ATTENTION = Exercise(
         ),
         Mistake(
             lambda *case: _additive(*case, scale=np.sqrt(len(case[5]))),
-            _NO_SCALE.format(d="d"),
+            _NO_SCALE,
+            fields=lambda *case: {"d": "d"},
         ),
         Mistake(
             lambda *case: _additive(*case, scale=np.sqrt(case[1].shape[-1])),
-            _NO_SCALE.format(d="d_k"),
+            _NO_SCALE,
+            fields=lambda *case: {"d": "d_k"},
         ),
         Mistake(
             lambda *case: (
