@@ -197,7 +197,7 @@ def test_more_wrong_answers_in_chinese(capsys):
 
     check_softmax(stub)
     assert capsys.readouterr().out.startswith(
-        "还没有完成：stub 仍然抛出 NotImplementedError。\n"
+        "还没做完：stub 仍然抛出 NotImplementedError。\n"
     )
 
 
