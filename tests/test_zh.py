@@ -105,24 +105,25 @@ def test_the_check_cells_print_chinese(path):
         assert checked, f"{path.name}: no check cell printed a verdict"
 
 
-def test_the_chinese_set_up_cell_chooses_chinese(monkeypatch):
+@pytest.mark.parametrize("path", ENGLISH, ids=lambda p: p.stem)
+def test_the_chinese_set_up_cell_chooses_chinese(path):
+    cells = zh.read_notebook(zh.zh_path(path))["cells"]
+    setup = next(cell for cell in cells if cell["cell_type"] == "code")
+    assert zh.is_setup(setup), path.name
+    text = zh.cell_text(setup)
+    assert text.endswith(zh.LANGUAGE_LINES.rstrip("\n")), path.name
+    assert "import os\n" in text
+
+
+def test_the_language_line_makes_the_checkers_answer_in_chinese(monkeypatch):
     from transformer_course.exercises import _i18n, language, set_language
 
-    for path in ENGLISH:
-        cells = zh.read_notebook(zh.zh_path(path))["cells"]
-        setup = next(cell for cell in cells if cell["cell_type"] == "code")
-        assert zh.is_setup(setup), path.name
-        text = zh.cell_text(setup)
-        assert text.endswith(zh.LANGUAGE_LINES.rstrip("\n")), path.name
-        assert "import os\n" in text
-    # what the line does: the checkers answer in Chinese
     monkeypatch.delenv(_i18n.ENVIRONMENT_VARIABLE, raising=False)
     set_language(None)
     assert language() == "en"
-    namespace = {"os": __import__("os")}
     with monkeypatch.context() as patch:
         patch.setattr("os.environ", dict(os.environ))
-        exec(zh.LANGUAGE_LINES, namespace)
+        exec(zh.LANGUAGE_LINES, {"os": os})
         assert language() == "zh"
     assert language() == "en"
 
