@@ -6,8 +6,11 @@ declaration: an `Exercise` holds the cases, the reference answer, the known
 mistakes (`Mistake`: the wrong answer a mistake gives, and its hint) and the
 answers refused before any comparison (`Refusal`); `check_thing =
 THING.checker()` is the public function. Every message is a format string
-of a table, filled in by `message` (`fail` calls it): the one place where a
-translation is to be looked up.
+of a table, filled in by `message` (`fail` calls it): the one place where
+its translation is looked up (`_i18n`: in Chinese, the template from the
+gettext catalog of transformer_course/locale/, filled with the same fields).
+A message is one whole template, never glued from pieces, so that the
+catalog can translate it whole (tools/checker_messages.py extracts them).
 
 What the machinery promises the learner:
 
