@@ -240,6 +240,16 @@ def test_every_known_mistake_is_explained_in_chinese(exercise, index):
     assert all(
         _i18n.display_width(line) <= 80 or " " not in line for line in lines
     )
+    # what a notebook printed in English, made Chinese for the Chinese
+    # edition (tools/zh.py sync), is the Chinese message; or, where the
+    # Chinese hint is shorter and leaves room to print more of the inputs,
+    # the Chinese message but for the inputs
+    translated = _i18n.translate_output(english)
+    if translated != chinese:
+        assert len(translated.splitlines()) < len(lines), translated
+        inputs = ("输入：", "  以及 ")
+        rest = [x for x in translated.splitlines() if not x.startswith(inputs)]
+        assert set(rest) <= set(lines), translated
 
 
 def test_chinese_lines_fit_80_columns():

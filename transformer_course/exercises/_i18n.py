@@ -21,6 +21,7 @@ A language that is neither is refused with an error that names it.
 from __future__ import annotations
 
 import functools
+import itertools
 import gettext
 import os
 import re
@@ -154,34 +155,135 @@ def fields_of(template: str) -> list[tuple[str, str, str]]:
     )
 
 
+# what a field can hold where its name says (a shape is a tuple of ints):
+# the other fields hold any text
+_FIELD_PATTERNS = {
+    "shape": r"\((?:\d+(?:, \d+)*,?)?\)",
+    "n": r"-?\d+",
+    "count": r"\d+",
+    "size": r"\d+",
+    "position": r"\d+",
+    "dtype": r"[\w.]+",
+    "type": r"[\w.]+",
+    "a_type": r"[\w.]+",
+    "b_type": r"[\w.]+",
+    "error": r"[\w.]+",
+    "name": r"[\w.<>]+",
+    "kind": r"(?:an? )?[\w.]+(?: [\w.]+)?",
+    **{
+        name: r"-?\d+"
+        for name in (
+            "d_model n_layers T_q T_k i k wrong_k length window n_new right "
+            "c r first last index row"
+        ).split()
+    },
+}
+# fields that always hold a message: a reading is right only where they
+# are recognised as one
+_MESSAGE_FIELDS = {
+    "subject",
+    "problem",
+    "hint",
+    "differences",
+    "where",
+    "success",
+    "wrong",
+    "description",
+    "task",
+    "use",
+}
+
+
 @functools.cache
-def _patterns(language: str) -> list[tuple[re.Pattern, str, list[str]]]:
-    """Every English template of the catalog as a regular expression, the
-    most specific (the most literal text) first, with its translation."""
+def _patterns(language: str) -> list[tuple]:
+    """Every English template of the catalog: (its parts, a regular
+    expression that any reading of it matches, its translation); the most
+    specific (the most literal text) first."""
     patterns = []
     for english, chinese in _entries(language).items():
         if any(not name.isidentifier() for name, *_ in fields_of(english)):
             continue  # "{}" fields: labels that read the same in Chinese
-        parts, names = [], []
-        for literal, name, _, _ in string.Formatter().parse(english):
-            parts.append(re.escape(literal))
-            if name is not None:
-                if name in names:
-                    parts.append(f"(?P={name})")
-                else:
-                    parts.append(f"(?P<{name}>.*?)")
-                    names.append(name)
-        literal_size = sum(
-            len(literal) for literal, *_ in string.Formatter().parse(english)
-        )
+        parts = [
+            (literal, name)
+            for literal, name, _, _ in string.Formatter().parse(english)
+        ]
+        regex, seen = [], set()
+        for literal, name in parts:
+            regex.append(re.escape(literal))
+            if name in seen:
+                regex.append(f"(?P={name})")
+            elif name is not None:
+                field = _FIELD_PATTERNS.get(name, ".*?")
+                regex.append(f"(?P<{name}>{field})")
+                seen.add(name)
+        literal_size = sum(len(literal) for literal, _ in parts)
         if literal_size < 2:  # "{name} {problem}": no text to recognise
             continue
-        pattern = re.compile("".join(parts), re.DOTALL)
-        patterns.append((literal_size, pattern, _plain(chinese), names))
+        pattern = re.compile("".join(regex), re.DOTALL)
+        patterns.append((literal_size, parts, pattern, _plain(chinese)))
     patterns.sort(key=lambda item: -item[0])
-    return [
-        (pattern, chinese, names) for _, pattern, chinese, names in patterns
-    ]
+    return [item[1:] for item in patterns]
+
+
+def _readings(parts: list, text: str):
+    """Every way `text` fills the fields of a template's `parts`, the
+    shortest values first, each value of the kind its name asks for."""
+
+    def walk(i: int, at: int, values: dict):
+        if i == len(parts):
+            if at == len(text):
+                yield values
+            return
+        literal, name = parts[i]
+        if not text.startswith(literal, at):
+            return
+        at += len(literal)
+        if name is None:
+            yield from walk(i + 1, at, values)
+            return
+        following = parts[i + 1][0] if i + 1 < len(parts) else None
+        if following is None:
+            ends = [len(text)]
+        elif following == "":
+            ends = range(at, len(text) + 1)
+        else:
+            ends = [m.start() for m in re.finditer(re.escape(following), text)]
+            ends = [end for end in ends if end >= at]
+        field = re.compile(_FIELD_PATTERNS.get(name, ".*"), re.DOTALL)
+        for end in ends:
+            value = text[at:end]
+            if values.get(name, value) != value or not field.fullmatch(value):
+                continue
+            yield from walk(i + 1, end, {**values, name: value})
+
+    yield from walk(0, 0, {})
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _inputs(text: str, language_: str) -> str:
+    """`on input`'s inputs, described one by one and joined by ", ": each
+    the longest run of parts that reads as a message, or a plain value."""
+    parts, out, i = _top_level_parts(text), [], 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            done = translate_printed(", ".join(parts[i:j]), language_)
+            if done is not None:
+                out.append(done)
+                i = j
+                break
+        else:
+            out.append(parts[i])
+            i += 1
+    return ", ".join(out)
 
 
 def _plain(template: str) -> str:
@@ -223,29 +325,37 @@ def _top_level_parts(text: str) -> list[str]:
     return [*parts, text[start:]]
 
 
+@functools.lru_cache(maxsize=4096)
 def translate_printed(text: str, language_: str = "zh") -> str | None:
     """A message as the checkers print it in English, in `language_`: the
     template it was made from recognised, and each field translated the
-    same way where it is a message itself; None if no template fits."""
+    same way where it is a message itself; None if no template fits. Of
+    the readings of a template, the first whose message fields are messages
+    and whose values keep their brackets balanced wins."""
     entries = _entries(language_)
     if text in entries:
         return entries[text]
-    for pattern, chinese, names in _patterns(language_):
-        found = pattern.fullmatch(text)
-        if found is None:
+    for parts, pattern, chinese in _patterns(language_):
+        if pattern.fullmatch(text) is None:
             continue
-        fields = {}
-        for name in names:
-            value = found.group(name)
-            if name == "inputs":  # described one by one, joined by ", "
-                fields[name] = ", ".join(
-                    translate_printed(part, language_) or part
-                    for part in _top_level_parts(value)
-                )
-                continue
-            inner = translate_printed(value, language_) if value else None
-            fields[name] = value if inner is None else inner
-        return chinese.format(**fields)
+        fallback = None
+        for values in itertools.islice(_readings(parts, text), 200):
+            fields, balanced = {}, True
+            for name, value in values.items():
+                if name == "inputs":
+                    fields[name] = _inputs(value, language_)
+                    continue
+                inner = translate_printed(value, language_) if value else None
+                if inner is None and name in _MESSAGE_FIELDS:
+                    break
+                fields[name] = value if inner is None else inner
+                balanced = balanced and _balanced(value)
+            else:
+                if balanced:
+                    return chinese.format(**fields)
+                fallback = fallback or chinese.format(**fields)
+        if fallback is not None:
+            return fallback
     return None
 
 
@@ -270,16 +380,35 @@ def _printed_line(line: str, language_: str) -> str | None:
     return translate_printed(line, language_)
 
 
+def _unwrapped(lines: list[str]) -> list[str]:
+    """The text that textwrap broke into `lines`: joined by spaces, or, as
+    textwrap also breaks after a hyphen ("self-" | "attention"), without
+    one after a line that ends with a hyphen."""
+    spaced = " ".join(lines)
+    hyphens = "".join(
+        line + ("" if line.endswith("-") else " ") for line in lines[:-1]
+    )
+    return (
+        [spaced]
+        if hyphens + lines[-1] == spaced
+        else [spaced, hyphens + lines[-1]]
+    )
+
+
 def _failure(lines: list[str], i: int, language_: str):
     """The message of a wrong answer that starts at line `i` (the layout of
     `_core.fail`: its first line, the hint, the inputs, the details), in
     `language_`, and the index of the line after it; None if it is none."""
     for j in range(i, min(i + 4, len(lines))):
+        # the first line of a message is followed by its hint or its inputs
         after = lines[j + 1] if j + 1 < len(lines) else ""
-        if after and not after.startswith(_AFTER_FIRST_LINE):
+        if not after.startswith(_AFTER_FIRST_LINE):
             continue
-        name, _, problem = " ".join(lines[i : j + 1]).partition(" ")
-        problem = translate_printed(problem, language_) if problem else None
+        for joined in _unwrapped(lines[i : j + 1]):
+            name, _, problem = joined.partition(" ")
+            problem = translate_printed(problem, language_) if problem else None
+            if problem is not None:
+                break
         if problem is not None:
             break
     else:
@@ -289,11 +418,20 @@ def _failure(lines: list[str], i: int, language_: str):
     k = j + 1
     if k < len(lines) and lines[k].startswith("Hint: "):
         end = k + 1
-        while end < len(lines) and lines[end] and not lines[end].startswith(
-            _AFTER_FIRST_LINE[1:]
+        while (
+            end < len(lines)
+            and lines[end]
+            and not lines[end].startswith(_AFTER_FIRST_LINE[1:])
         ):
             end += 1
-        hint = translate_printed(" ".join(lines[k:end]), language_)
+        hint = next(
+            (
+                done
+                for joined in _unwrapped(lines[k:end])
+                if (done := translate_printed(joined, language_)) is not None
+            ),
+            None,
+        )
         if hint is None:
             return None
         out += wrap(hint, _WIDTH)
