@@ -252,6 +252,24 @@ def test_every_known_mistake_is_explained_in_chinese(exercise, index):
         assert set(rest) <= set(lines), translated
 
 
+def test_printed_messages_are_recognised_by_their_fields():
+    """Each field reads as what it holds: a shape, a count, a list."""
+    printed = (
+        "new token 1 (position 5) may attend to keys [2, 3]; expected [3, 4]."
+    )
+    assert _i18n.translate_printed(printed) == (
+        "新词元 1（位置 5）可以关注的键是 [2, 3]；应为 [3, 4]。"
+    )
+    inputs = "on input array of shape (3, 3, 3), array of shape (3, 3), bool"
+    assert _i18n.translate_printed(inputs) == (
+        "输入：形状为 (3, 3, 3) 的数组, 形状为 (3, 3) 的数组, bool"
+    )
+    assert _i18n.translate_printed("tensor (2, 5, 12) torch.float32") == (
+        "张量 (2, 5, 12) torch.float32"
+    )
+    assert _i18n.translate_printed("no message of the checkers") is None
+
+
 def test_chinese_lines_fit_80_columns():
     text = "提示：" + "这是一个很长的中文句子，" * 12 + "最后是 code_name(x)。"
     lines = _i18n.wrap(text, 80)

@@ -173,7 +173,7 @@ _FIELD_PATTERNS = {
     **{
         name: r"-?\d+"
         for name in (
-            "d_model n_layers T_q T_k i k wrong_k length window n_new right "
+            "d_model n_layers T_q T_k i k wrong_k length window n_new "
             "c r first last index row"
         ).split()
     },
