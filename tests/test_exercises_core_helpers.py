@@ -4,6 +4,9 @@ wrong kind (`Refusal`, `_expect_array`), a missing `return`
 (`expect_returned`), and the engine of the tables (`Exercise`, `Mistake`,
 `message`)."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -241,3 +244,41 @@ def test_expect_returned():
     expect_returned("f", [1], 0)
     message = _message(expect_returned, "f", [1], None)
     assert message.startswith("f returned None: did you forget `return`?")
+
+
+# ---------------------------------------------------------------- the package
+
+EXERCISES = (
+    Path(__file__).resolve().parents[1] / "transformer_course" / ("exercises")
+)
+
+
+def _functions(path: Path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def test_no_function_of_the_checkers_is_over_60_lines():
+    long = [
+        f"{path.name}:{node.lineno} {node.name} "
+        f"({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted(EXERCISES.glob("*.py"))
+        for node in _functions(path)
+        if node.end_lineno - node.lineno + 1 > 60
+    ]
+    assert not long, long
+
+
+def test_the_checker_modules_import_no_private_name_of_another():
+    private = [
+        f"{path.name}: {alias.name} from {node.module}"
+        for path in sorted(EXERCISES.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("transformer_course")
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, private

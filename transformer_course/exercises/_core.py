@@ -49,12 +49,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer_course.exercises._i18n import display_width, translate, wrap
+from transformer_course.exercises._i18n import (
+    WIDTH,
+    display_width,
+    translate,
+    wrap,
+)
 
 MAX_LINES = 15
 """The longest message a checker prints, in lines."""
 
-_WIDTH = 80
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -149,7 +153,7 @@ def describe(value, max_lines: int = 4) -> str:
         if value.size == 0:
             return head
         with np.printoptions(
-            precision=4, suppress=True, threshold=64, linewidth=_WIDTH
+            precision=4, suppress=True, threshold=64, linewidth=WIDTH
         ):
             text = np.array2string(value, separator=", ")
         text_lines = text.splitlines()
@@ -166,24 +170,24 @@ def describe(value, max_lines: int = 4) -> str:
             # floats with six significant digits, not repr's seventeen
             text = ", ".join(_number(v) for v in value)
             text = "[" + text + "]" if isinstance(value, list) else f"({text})"
-        if len(text) > _WIDTH - 10:
+        if len(text) > WIDTH - 10:
             text = message(
                 "{kind} of {n} items: {start}...",
                 kind=type(value).__name__,
                 n=len(value),
-                start=text[: _WIDTH - 30],
+                start=text[: WIDTH - 30],
             )
         return text
     if isinstance(value, dict):
         text = repr(value)
-        if len(text) > _WIDTH - 10:
+        if len(text) > WIDTH - 10:
             text = message("dict of {n} items", n=len(value))
         return text
     if isinstance(value, (float, np.floating)):
         return _number(value)
     text = repr(value)
-    if len(text) > _WIDTH - 10:
-        text = text[: _WIDTH - 13] + "..."
+    if len(text) > WIDTH - 10:
+        text = text[: WIDTH - 13] + "..."
     return text
 
 
@@ -198,7 +202,7 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
     if sum(text.count("\n") + 1 for text in described) > max_lines:
         described = [describe(value, max_lines=0) for value in inputs]
     one_line = message("on input {inputs}", inputs=", ".join(described))
-    if "\n" not in one_line and display_width(one_line) <= _WIDTH:
+    if "\n" not in one_line and display_width(one_line) <= WIDTH:
         return one_line
     joined = message("\n  and ").join(described)
     return message("on input {inputs}", inputs=joined)
@@ -245,10 +249,10 @@ def fail(
     first = message(
         "{name} {problem}", name=_display_name(name), problem=problem
     )
-    lines = wrap(first, width=_WIDTH)
+    lines = wrap(first, width=WIDTH)
     if hint:
         hint = message("Hint: {hint}", hint=message(hint))
-        lines += wrap(hint, width=_WIDTH)
+        lines += wrap(hint, width=WIDTH)
     if inputs is not None:
         budget = max(1, MAX_LINES - len(lines) - len(details))
         lines += _describe_inputs(inputs, max_lines=budget).splitlines()
@@ -307,8 +311,8 @@ def _learner_line(error: BaseException, fn: Callable) -> str | None:
         else message("in your lambda")
     )
     line = (frame.line or "").strip()
-    if len(line) > _WIDTH - 20:
-        line = line[: _WIDTH - 23] + "..."
+    if len(line) > WIDTH - 20:
+        line = line[: WIDTH - 23] + "..."
     text = "{where}, line {n}: {line}" if line else "{where}, line {n}"
     return message(text, where=where, n=frame.lineno, line=line)
 
@@ -344,8 +348,8 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
     except Exception as error:  # the learner's bug, reported with its input
         text = str(error).strip().splitlines()
         first = text[0] if text else ""
-        if len(first) > 2 * _WIDTH:
-            first = first[: 2 * _WIDTH - 3] + "..."
+        if len(first) > 2 * WIDTH:
+            first = first[: 2 * WIDTH - 3] + "..."
         details = []
         where = _learner_line(error, fn)
         if where:

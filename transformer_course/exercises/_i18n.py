@@ -359,7 +359,8 @@ def translate_printed(text: str, language_: str = "zh") -> str | None:
     return None
 
 
-_WIDTH = 80
+WIDTH = 80
+"""The width of a message line, in columns."""
 _AFTER_FIRST_LINE = ("Hint: ", "on input ", "called with no input")
 _VERDICTS = ("Correct: ", "Not done yet: ")
 
@@ -414,7 +415,7 @@ def _failure(lines: list[str], i: int, language_: str):
     else:
         return None
     first = translate("{name} {problem}", language_)
-    out = wrap(first.format(name=name, problem=problem), _WIDTH)
+    out = wrap(first.format(name=name, problem=problem), WIDTH)
     k = j + 1
     if k < len(lines) and lines[k].startswith("Hint: "):
         end = k + 1
@@ -434,7 +435,7 @@ def _failure(lines: list[str], i: int, language_: str):
         )
         if hint is None:
             return None
-        out += wrap(hint, _WIDTH)
+        out += wrap(hint, WIDTH)
         k = end
     while k < len(lines) and lines[k] and not lines[k].startswith(_VERDICTS):
         done = _printed_line(lines[k], language_)
