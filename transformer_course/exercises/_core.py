@@ -962,6 +962,7 @@ class Exercise:
     agree: Callable | None = None  # a hint only for a mistake agreeing on all
     explain: Callable | None = None  # explain(*case): a last line on failure
     inspect: Callable | None = None  # (name, fn, shown), after the first call
+    after: Callable | None = None  # (name, fn, shown, got, *case), once passed
     errors: Sequence[tuple[str, str]] = ()  # (text of their error, hint)
     doc: str = ""  # the help of check_<name>
 
@@ -1031,6 +1032,8 @@ class Exercise:
         """Call `fn` on one case and raise ExerciseError if it is wrong."""
         got, shown, expected = self._answer(fn, args, first)
         self._judge(args, got, shown, expected, self._mistakes(args, got))
+        if self.after is not None:  # a check of its own, calling fn again
+            self.after(self.name, fn, shown, got, *args)
 
     def _check_together(self, fn: Callable, cases) -> None:
         """Every case called first; then only the mistakes that `agree` with

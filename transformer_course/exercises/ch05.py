@@ -10,12 +10,9 @@ from transformer_course.exercises._core import (
     Exercise,
     Mistake,
     call,
-    expect_close,
     to_array,
-    verdict,
     fail,
     label,
-    message,
     shape_of,
 )
 
@@ -131,68 +128,73 @@ MERGE_HEADS = Exercise(
 check_merge_heads = MERGE_HEADS.checker()
 
 
-# the known wrong masks of causal self-attention: (mask from the causal
-# one, hint); None: no mask
-_CAUSAL_MISTAKES = [
-    (lambda lower: None, "no mask: every token attends to the future too."),
-    (
-        lambda lower: lower.T.clone(),
-        "the mask is the upper triangle: True must be on and below the "
-        "diagonal.",
-    ),
-    (
-        lambda lower: ~lower,
-        "that is nn.MultiheadAttention's convention (True = forbidden); this "
-        "book's mask is True where a query may attend.",
-    ),
-    (
-        lambda lower: lower.tril(-1),
-        "a token may attend to itself: keep the diagonal.",
-    ),
-]
-
-
-def check_causal_self_attention(causal_self_attention: Callable) -> None:
-    """Check `causal_self_attention(mha, x)`: mha(x, x, x), no future leak."""
+def _lower(x):
+    """The causal mask of `x`'s length: True on and below the diagonal."""
     import torch
 
-    name = "causal_self_attention"
-
-    def run_cases() -> None:
-        mha = _seeded_module(16, 4, seed=0)
-        generator = torch.Generator().manual_seed(1)
-        # two lengths, so that a mask written for T = 5 only is caught
-        for B, T in [(2, 5), (1, 7)]:
-            x = torch.randn(B, T, 16, generator=generator)
-            lower = torch.ones(T, T, dtype=torch.bool).tril()
-            _one_causal_case(causal_self_attention, name, mha, x, lower)
-
-    verdict(name, message("hides the future from every token."), run_cases)
+    return torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
 
 
-def _one_causal_case(causal_self_attention, name, mha, x, lower) -> None:
-    """One input: the output of mha(x, x, x, mask=lower), and no leak."""
+def _causal_cases() -> list[tuple]:
+    """(mha, x) at two lengths, so that a mask written for T = 5 only is
+    caught; the module's weights take no gradient, as under no_grad."""
     import torch
 
-    with torch.no_grad():
-        got = call(causal_self_attention, name, mha, x.clone())
-        mistakes = [
-            (mha(x, x, x, mask=wrong(lower)), message(hint))
-            for wrong, hint in _CAUSAL_MISTAKES
-        ]
-        shown = [mha, x]
-        expected = mha(x, x, x, mask=lower)
-        expect_close(name, shown, got, expected, mistakes, atol=1e-5)
-        changed = x.clone()
-        changed[:, -1] += 1.0
-        later = call(causal_self_attention, name, mha, changed)
-        earlier = to_array(later)[:, :-1]
-        if not np.allclose(earlier, to_array(got)[:, :-1], atol=1e-4):
-            problem = (
-                "leaks the future: changing the last token changed the "
-                "outputs of earlier ones."
-            )
-            fail(name, problem, shown)
+    mha = _seeded_module(16, 4, seed=0).requires_grad_(False)
+    generator = torch.Generator().manual_seed(1)
+    sizes = [(2, 5), (1, 7)]
+    return [(mha, torch.randn(B, T, 16, generator=generator)) for B, T in sizes]
+
+
+def _masked(wrong: Callable) -> Callable:
+    """The output of `mha` under the wrong mask `wrong(lower)`."""
+    return lambda mha, x: mha(x, x, x, mask=wrong(_lower(x)))
+
+
+def _no_leak(name: str, fn: Callable, shown, got, mha, x) -> None:
+    """Changing the last token must leave the earlier outputs alone."""
+    changed = x.clone()
+    changed[:, -1] += 1.0
+    earlier = to_array(call(fn, name, mha, changed))[:, :-1]
+    if not np.allclose(earlier, to_array(got)[:, :-1], atol=1e-4):
+        problem = (
+            "leaks the future: changing the last token changed the "
+            "outputs of earlier ones."
+        )
+        fail(name, problem, shown)
+
+
+CAUSAL_SELF_ATTENTION = Exercise(
+    name="causal_self_attention",
+    success="hides the future from every token.",
+    doc="Check `causal_self_attention(mha, x)`: mha(x, x, x), no future leak.",
+    cases=_causal_cases,
+    reference=_masked(lambda lower: lower),
+    shared=1,
+    atol=1e-5,
+    after=_no_leak,
+    mistakes=[
+        Mistake(
+            _masked(lambda lower: None),
+            "no mask: every token attends to the future too.",
+        ),
+        Mistake(
+            _masked(lambda lower: lower.T.clone()),
+            "the mask is the upper triangle: True must be on and below the "
+            "diagonal.",
+        ),
+        Mistake(
+            _masked(lambda lower: ~lower),
+            "that is nn.MultiheadAttention's convention (True = forbidden); "
+            "this book's mask is True where a query may attend.",
+        ),
+        Mistake(
+            _masked(lambda lower: lower.tril(-1)),
+            "a token may attend to itself: keep the diagonal.",
+        ),
+    ],
+)
+check_causal_self_attention = CAUSAL_SELF_ATTENTION.checker()
 
 
 def _einsum_reference(x, W_q, W_k, W_v, W_o, softmax_dim=-1, scale=None):
