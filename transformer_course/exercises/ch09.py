@@ -67,7 +67,7 @@ def _merge_inverted(first, second):
     )
 
 
-_MERGE_MISTAKES = [
+MERGE_MISTAKES = [
     (
         lambda first, second: _merge_with(
             first, second, np.maximum(first[0], second[0]), 1, 1
@@ -194,7 +194,7 @@ def _check_merge(merge_partials, name, shown, state, part):
     )
     got = _merge_states(name, result, tuple(x.shape for x in state), shown)
     with np.errstate(over="ignore", invalid="ignore"):
-        wrong = [(mistake(state, part), h) for mistake, h in _MERGE_MISTAKES]
+        wrong = [(mistake(state, part), h) for mistake, h in MERGE_MISTAKES]
     want = _merge_reference(state, part)
     for i, what in enumerate(("an m with", "an ell with", "an a with")):
         mistakes = [(w[i], hint) for w, hint in wrong]
@@ -233,73 +233,26 @@ def _int32(value: int) -> int:
     return (value + 2**31) % 2**32 - 2**31
 
 
-_GIB_HINT = (
-    "return the bytes themselves, not GiB, MiB or GB: divide only to print."
-)
-_BYTES_HINT = (
-    "bytes_per_number is an argument: multiply by it, not by a fixed {n}."
-)
-
-# (wrong answer from the arguments, hint), None where it does not apply
-_CACHE_MISTAKES = [
-    (lambda c, a: c // 2, "the cache holds keys AND values: a factor 2."),
-    (
-        lambda c, a: c // a[6],
-        "that is a count of numbers: multiply by the bytes per number.",
-    ),
-    (
-        lambda c, a: c // a[5],
-        "every sentence of the batch has its own cache: times batch.",
-    ),
-    (
-        lambda c, a: c // a[0],
-        "every layer has its own keys and values: times n_layers.",
-    ),
-    (
-        lambda c, a: c * a[2] // a[3] if a[2] != a[3] else None,
-        "the keys and values have n_kv_heads heads of d_k = d_model / n_heads "
-        "each, not n_heads heads (d_model numbers) per token.",
-    ),
-    (
-        lambda c, a: 2 * c,
-        "a decoder-only model has no cross-attention: one key and one value "
-        "per layer and token (the factor 2), not two of each.",
-    ),
-    (
-        lambda c, a: 8 * c,
-        "that is bits: bytes_per_number already counts bytes.",
-    ),
-    (
-        lambda c, a: c // a[6] * 4 if a[6] != 4 else None,
-        message(_BYTES_HINT, n=4),
-    ),
-    (
-        lambda c, a: c // a[6] * 2 if a[6] != 2 else None,
-        message(_BYTES_HINT, n=2),
-    ),
-    (lambda c, a: c / 2**30, _GIB_HINT),
-    (lambda c, a: c / 2**20, _GIB_HINT),
-    (lambda c, a: c / 1e9, _GIB_HINT),
-    (
-        lambda c, a: _int32(c) if c >= 2**31 else None,
-        "the product overflowed a 32-bit integer (np.int32 or torch.int32 "
-        "wrap around past 2**31): multiply Python ints.",
-    ),
-]
+def _cache_mistake(wrong: Callable, hint: str, **fields) -> Mistake:
+    """A known mistake `wrong(right answer, arguments)`; None where it does
+    not apply."""
+    return Mistake(
+        lambda *a: wrong(_cache_bytes(*a), a),
+        hint,
+        (lambda *a: fields) if fields else None,
+    )
 
 
 def _cache_mistakes(args, passed) -> list[tuple[int, str]]:
     """The known mistakes on `args`, but those a case in `passed` ruled out;
     two that give the same value share it, their hints joined by "Or:"."""
-    want = _cache_bytes(*args)
     hints: dict = {}
-    for mistake, hint in _CACHE_MISTAKES:
+    for mistake in KV_CACHE_SIZE.mistakes:
         if all(
-            mistake(_cache_bytes(*before), before)
-            in (None, _cache_bytes(*before))
+            mistake.variant(*before) in (None, _cache_bytes(*before))
             for before in passed
         ):
-            value = mistake(want, args)
+            value, hint = mistake.on(args) or (None, None)
             if value is not None and hint not in hints.get(value, []):
                 hints.setdefault(value, []).append(hint)
     return [(value, _either(h)) for value, h in hints.items()]
@@ -324,43 +277,103 @@ def _as_bytes(got, want):
     return got
 
 
-def check_kv_cache_size(kv_cache_size: Callable) -> None:
-    """Check `kv_cache_size(n_layers, d_model, n_heads, n_kv_heads, length,
-    batch, bytes_per_number) -> int` for a decoder-only model."""
-    name = "kv_cache_size"
-    shown_text = (
-        "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, length={}, "
-        "batch={}, bytes_per_number={}"
-    )
+def _judge_cache(name, shown, got, want, *args) -> None:
+    """Exact bytes; a known mistake hinted only where the cases before this
+    one (which passed) did not rule it out."""
+    got = _as_bytes(got, want)
+    passed = _CACHE_CASES[: _CACHE_CASES.index(args)]
+    mistakes = _cache_mistakes(args, passed)
+    if (
+        isinstance(got, float)
+        and not got.is_integer()
+        and not any(same(got, value) for value, _ in mistakes)
+    ):
+        problem = (
+            "returned {got!r}, not a whole number of bytes; expected {want}."
+        )
+        hint = "d_model // n_heads is the head width d_k, an integer."
+        fail(name, problem, shown, hint, got=got, want=want)
+    expect_equal(name, shown, got, want, mistakes)
 
-    def run_cases() -> None:
-        passed = []  # the cases so far: a mistake that fails one is not it
-        for args in [
-            (3, 256, 16, 4, 100, 5, 4),
-            (80, 8192, 64, 8, 4096, 1, 2),
-            (12, 768, 12, 12, 1024, 2, 4),
-            (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
-        ]:
-            want = _cache_bytes(*args)
-            got = _as_bytes(call(kv_cache_size, name, *args), want)
-            mistakes = _cache_mistakes(args, passed)
-            shown = [label(message(shown_text).format(*args))]
-            if (
-                isinstance(got, float)
-                and not got.is_integer()
-                and not any(same(got, value) for value, _ in mistakes)
-            ):
-                problem = (
-                    "returned {got!r}, not a whole number of bytes; expected "
-                    "{want}."
-                )
-                hint = "d_model // n_heads is the head width d_k, an integer."
-                fail(name, problem, shown, hint, got=got, want=want)
-            expect_equal(name, shown, got, want, mistakes)
-            passed.append(args)
 
-    success = "counts keys and values of every layer, head and token."
-    verdict(name, message(success), run_cases)
+_CACHE_CASES = [
+    (3, 256, 16, 4, 100, 5, 4),
+    (80, 8192, 64, 8, 4096, 1, 2),
+    (12, 768, 12, 12, 1024, 2, 4),
+    (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
+]
+_CACHE_SHOWN = (
+    "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, length={}, "
+    "batch={}, bytes_per_number={}"
+)
+_GIB_HINT = (
+    "return the bytes themselves, not GiB, MiB or GB: divide only to print."
+)
+_BYTES_HINT = (
+    "bytes_per_number is an argument: multiply by it, not by a fixed {n}."
+)
+
+KV_CACHE_SIZE = Exercise(
+    name="kv_cache_size",
+    success="counts keys and values of every layer, head and token.",
+    doc="Check `kv_cache_size(n_layers, d_model, n_heads, n_kv_heads, "
+    "length, batch, bytes_per_number) -> int` for a decoder-only model.",
+    cases=_CACHE_CASES,
+    reference=_cache_bytes,
+    compare=_judge_cache,
+    shown=lambda *a: [label(message(_CACHE_SHOWN).format(*a))],
+    # (wrong answer from the right one and the arguments, hint)
+    mistakes=[
+        _cache_mistake(
+            lambda c, a: c // 2, "the cache holds keys AND values: a factor 2."
+        ),
+        _cache_mistake(
+            lambda c, a: c // a[6],
+            "that is a count of numbers: multiply by the bytes per number.",
+        ),
+        _cache_mistake(
+            lambda c, a: c // a[5],
+            "every sentence of the batch has its own cache: times batch.",
+        ),
+        _cache_mistake(
+            lambda c, a: c // a[0],
+            "every layer has its own keys and values: times n_layers.",
+        ),
+        _cache_mistake(
+            lambda c, a: c * a[2] // a[3] if a[2] != a[3] else None,
+            "the keys and values have n_kv_heads heads of d_k = d_model / "
+            "n_heads each, not n_heads heads (d_model numbers) per token.",
+        ),
+        _cache_mistake(
+            lambda c, a: 2 * c,
+            "a decoder-only model has no cross-attention: one key and one "
+            "value per layer and token (the factor 2), not two of each.",
+        ),
+        _cache_mistake(
+            lambda c, a: 8 * c,
+            "that is bits: bytes_per_number already counts bytes.",
+        ),
+        _cache_mistake(
+            lambda c, a: c // a[6] * 4 if a[6] != 4 else None,
+            _BYTES_HINT,
+            n=4,
+        ),
+        _cache_mistake(
+            lambda c, a: c // a[6] * 2 if a[6] != 2 else None,
+            _BYTES_HINT,
+            n=2,
+        ),
+        _cache_mistake(lambda c, a: c / 2**30, _GIB_HINT),
+        _cache_mistake(lambda c, a: c / 2**20, _GIB_HINT),
+        _cache_mistake(lambda c, a: c / 1e9, _GIB_HINT),
+        _cache_mistake(
+            lambda c, a: _int32(c) if c >= 2**31 else None,
+            "the product overflowed a 32-bit integer (np.int32 or "
+            "torch.int32 wrap around past 2**31): multiply Python ints.",
+        ),
+    ],
+)
+check_kv_cache_size = KV_CACHE_SIZE.checker()
 
 
 # ------------------------------------------------------------ tensors
