@@ -22,18 +22,10 @@ from transformer_course.exercises import ch00, ch01, ch02, ch03, ch04
 from transformer_course.exercises import ch05, ch06, ch07, ch08, ch09
 from transformer_course.exercises._core import ExerciseError
 from transformer_course.exercises._i18n import language, set_language
-from transformer_course.exercises.ch00 import *  # noqa: F403
-from transformer_course.exercises.ch01 import *  # noqa: F403
-from transformer_course.exercises.ch02 import *  # noqa: F403
-from transformer_course.exercises.ch03 import *  # noqa: F403
-from transformer_course.exercises.ch04 import *  # noqa: F403
-from transformer_course.exercises.ch05 import *  # noqa: F403
-from transformer_course.exercises.ch06 import *  # noqa: F403
-from transformer_course.exercises.ch07 import *  # noqa: F403
-from transformer_course.exercises.ch08 import *  # noqa: F403
-from transformer_course.exercises.ch09 import *  # noqa: F403
 
 _CHAPTERS = (ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09)
+# every checker of every chapter, by the names each module's __all__ gives
+globals().update({n: getattr(m, n) for m in _CHAPTERS for n in m.__all__})
 __all__ = [
     "ExerciseError",
     "language",

@@ -756,9 +756,9 @@ def _copies(*values) -> tuple:
     )
 
 
-def _unchanged(given, original) -> bool:
+def unchanged(given, original) -> bool:
     """Whether `given` still holds `original`: the same shape and values for
-    tensors and arrays, `==` for lists, tuples and the rest."""
+    tensors and arrays, item by item for tuples, `==` for the rest."""
     if is_tensor(original):
         return (
             is_tensor(given)
@@ -767,6 +767,10 @@ def _unchanged(given, original) -> bool:
         )
     if isinstance(original, np.ndarray):
         return np.array_equal(np.asarray(given), original)
+    if isinstance(original, tuple):
+        return len(given) == len(original) and all(
+            unchanged(g, o) for g, o in zip(given, original, strict=True)
+        )
     return same(given, original)
 
 
@@ -792,7 +796,7 @@ def expect_unchanged(
     else:
         named = [(message("its input"), original) for original in originals]
     for value, (what, original) in zip(given, named, strict=True):
-        if not _unchanged(value, original):
+        if not unchanged(value, original):
             fail(
                 name,
                 message(problem, what=what, now=value),

@@ -128,13 +128,6 @@ MERGE_HEADS = Exercise(
 check_merge_heads = MERGE_HEADS.checker()
 
 
-def _lower(x):
-    """The causal mask of `x`'s length: True on and below the diagonal."""
-    import torch
-
-    return torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-
-
 def _causal_cases() -> list[tuple]:
     """(mha, x) at two lengths, so that a mask written for T = 5 only is
     caught; the module's weights take no gradient, as under no_grad."""
@@ -147,8 +140,15 @@ def _causal_cases() -> list[tuple]:
 
 
 def _masked(wrong: Callable) -> Callable:
-    """The output of `mha` under the wrong mask `wrong(lower)`."""
-    return lambda mha, x: mha(x, x, x, mask=wrong(_lower(x)))
+    """The output of `mha` under the mask `wrong(lower)`, lower the causal
+    mask: True on and below the diagonal."""
+    import torch
+
+    def output(mha, x):
+        lower = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        return mha(x, x, x, mask=wrong(lower))
+
+    return output
 
 
 def _no_leak(name: str, fn: Callable, shown, got, mha, x) -> None:

@@ -29,6 +29,7 @@ from transformer_course.exercises._core import (
     label,
     message,
     shape_of,
+    unchanged,
 )
 
 __all__ = [
@@ -697,18 +698,6 @@ def _generator_states():
     )
 
 
-def _same_state(a, b) -> bool:
-    if is_tensor(a):
-        return bool(a.shape == b.shape and (a == b).all())
-    if isinstance(a, np.ndarray):
-        return np.array_equal(a, b)
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(
-            _same_state(x, y) for x, y in zip(a, b, strict=True)
-        )
-    return a == b
-
-
 # the three generators: how a message names each, and the hint for one whose
 # held-back Gaussian is lost (PyTorch's is in its state)
 _GENERATORS = [
@@ -756,7 +745,7 @@ def _captured(name: str, shown, capture: Callable):
     state = call(capture, name)
     after = _generator_states()
     for (what, _), b, a in zip(_GENERATORS, before, after, strict=True):
-        if not _same_state(b, a):
+        if not unchanged(a, b):
             problem = (
                 "changed the state of {what} generator: capture must only "
                 "read the generators, so that saving a checkpoint leaves the "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Callable
@@ -14,12 +15,10 @@ from transformer_course.exercises._core import (
     Exercise,
     Mistake,
     Refusal,
-    call,
     expect_close,
     expect_equal,
     expect_unchanged,
     same,
-    verdict,
     fail,
     label,
     message,
@@ -68,29 +67,29 @@ def _merge_inverted(first, second):
 
 
 MERGE_MISTAKES = [
-    (
+    Mistake(
         lambda first, second: _merge_with(
             first, second, np.maximum(first[0], second[0]), 1, 1
         ),
         "each part's ell and a are sums relative to its own maximum m_i: "
         "multiply them by exp(m_i - m) before adding them.",
     ),
-    (
+    Mistake(
         _merge_inverted,
         "the factor is exp(m_i - m), at most 1, since m is the larger "
         "maximum; exp(m - m_i) grows instead, and overflows.",
     ),
-    (
+    Mistake(
         lambda first, second: _merge_with(first, second, first[0], r1=1),
         "m must be the larger of the two maxima, np.maximum(m1, m2): the "
         "second part may hold the larger scores.",
     ),
-    (
+    Mistake(
         lambda first, second: _merge_with(first, second, second[0], r2=1),
         "m must be the larger of the two maxima, np.maximum(m1, m2): the "
         "first part may hold the larger scores.",
     ),
-    (
+    Mistake(
         lambda first, second: _merge_with(
             first, second, np.minimum(first[0], second[0])
         ),
@@ -148,8 +147,19 @@ def _describe_result(result) -> str:
     return message("a {kind}", kind=kind)
 
 
-def _merge_cases():
-    """(inputs shown, the parts' states, the attention over every key)."""
+class _Part(tuple):
+    """The (m, ell, a) of the next part, which knows how the checker shows
+    the inputs of its case (`shown`); the learner is given a plain tuple."""
+
+    shown: list
+
+    def __deepcopy__(self, memo) -> tuple:
+        return tuple(copy.deepcopy(x, memo) for x in self)
+
+
+def _merge_cases() -> list[tuple]:
+    """(state, part): the parts' states merged in turn, the next part given
+    with the state of those before it."""
     rng = np.random.default_rng(9)
     cases = []
     for T_q, T_k, d, cuts, scale in [
@@ -161,7 +171,7 @@ def _merge_cases():
         k[-1] *= 30  # the last part holds the largest score
         q *= scale
         edges = list(itertools.pairwise([0, *cuts, T_k]))
-        parts = [_partial(q, k[a:b], v[a:b]) for a, b in edges]
+        parts = [_Part(_partial(q, k[a:b], v[a:b])) for a, b in edges]
         text = (
             "{T_q} queries, {T_k} keys of width {d} in parts {parts}; the "
             "last key is large; scores in the thousands"
@@ -170,54 +180,48 @@ def _merge_cases():
             "the last key is large"
         )
         spans = ", ".join(f"{a}-{b - 1}" for a, b in edges)
-        shown = [label(text, T_q=T_q, T_k=T_k, d=d, parts=spans)]
+        state = parts[0]
+        for part in parts[1:]:
+            part.shown = [label(text, T_q=T_q, T_k=T_k, d=d, parts=spans)]
+            cases.append((state, part))
+            state = _merge_reference(state, part)
+        # the merged state gives the attention over every key
         scores = q @ k.T / math.sqrt(d)
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         attention = weights / weights.sum(axis=-1, keepdims=True) @ v
-        cases.append((shown, parts, attention))
+        assert np.allclose(state[2] / state[1], attention)
     return cases
 
 
-def _check_merge(merge_partials, name, shown, state, part):
-    """One call of the learner's merge: its (m, ell, a) compared in turn."""
-    given = [tuple(np.array(x) for x in s) for s in (state, part)]
-    result = call(merge_partials, name, *given)
-    expect_unchanged(
-        name,
-        shown,
-        [x for s in given for x in s],
-        [x for s in (state, part) for x in s],
-        "changed a part it was given in place; return new arrays and leave "
-        "the parts as they were.",
-        "m1 *= ..., a1 += ... and np.maximum(..., out=m1) write into the "
-        "caller's arrays; compute new ones.",
-    )
-    got = _merge_states(name, result, tuple(x.shape for x in state), shown)
+def _judge_merge(name, shown, got, want, state, part) -> None:
+    """The learner's (m, ell, a) read, then each compared in turn."""
+    got = _merge_states(name, got, tuple(x.shape for x in state), shown)
     with np.errstate(over="ignore", invalid="ignore"):
-        wrong = [(mistake(state, part), h) for mistake, h in MERGE_MISTAKES]
-    want = _merge_reference(state, part)
+        wrong = [(m.variant(state, part), m.hint) for m in MERGE_MISTAKES]
     for i, what in enumerate(("an m with", "an ell with", "an a with")):
         mistakes = [(w[i], hint) for w, hint in wrong]
         what = message(what)
         expect_close(name, shown, got[i], want[i], mistakes, what=what)
-    return want
 
 
-def check_merge_partials(merge_partials: Callable) -> None:
-    """Check `merge_partials(first, second) -> (m, ell, a)`: the softmax
-    state of two parts of the keys, each (m, ell, a), as one."""
-    name = "merge_partials"
-
-    def run_cases() -> None:
-        for shown, parts, attention in _merge_cases():
-            state = parts[0]
-            for part in parts[1:]:
-                state = _check_merge(merge_partials, name, shown, state, part)
-            # the merged state gives the attention over every key
-            assert np.allclose(state[2] / state[1], attention)
-
-    success = "rescales each part's sums to the larger maximum."
-    verdict(name, message(success), run_cases)
+MERGE_PARTIALS = Exercise(
+    name="merge_partials",
+    success="rescales each part's sums to the larger maximum.",
+    doc="Check `merge_partials(first, second) -> (m, ell, a)`: the softmax "
+    "state of two parts of the keys, each (m, ell, a), as one.",
+    cases=_merge_cases,
+    reference=_merge_reference,
+    mistakes=MERGE_MISTAKES,
+    compare=_judge_merge,
+    shown=lambda state, part: part.shown,
+    in_place=(
+        "changed a part it was given in place; return new arrays and leave "
+        "the parts as they were.",
+        "m1 *= ..., a1 += ... and np.maximum(..., out=m1) write into the "
+        "caller's arrays; compute new ones.",
+    ),
+)
+check_merge_partials = MERGE_PARTIALS.checker()
 
 
 # ------------------------------------------------------------ KV cache size
@@ -234,8 +238,7 @@ def _int32(value: int) -> int:
 
 
 def _cache_mistake(wrong: Callable, hint: str, **fields) -> Mistake:
-    """A known mistake `wrong(right answer, arguments)`; None where it does
-    not apply."""
+    """The known mistake `wrong(right answer, arguments)` (None: not here)."""
     return Mistake(
         lambda *a: wrong(_cache_bytes(*a), a),
         hint,
