@@ -49,12 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer_course.exercises._i18n import (
-    WIDTH,
-    display_width,
-    translate,
-    wrap,
-)
+from transformer_course.exercises._i18n import WIDTH, display_width, wrap
+from transformer_course.exercises._i18n import translate
 
 MAX_LINES = 15
 """The longest message a checker prints, in lines."""

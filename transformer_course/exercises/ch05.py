@@ -140,8 +140,7 @@ def _causal_cases() -> list[tuple]:
 
 
 def _masked(wrong: Callable) -> Callable:
-    """The output of `mha` under the mask `wrong(lower)`, lower the causal
-    mask: True on and below the diagonal."""
+    """`mha`'s output under the mask `wrong(lower)` (lower: the causal one)."""
     import torch
 
     def output(mha, x):

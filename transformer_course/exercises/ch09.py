@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -151,8 +152,6 @@ class _Part(tuple):
     """The (m, ell, a) of the next part, which knows how the checker shows
     the inputs of its case (`shown`); the learner is given a plain tuple."""
 
-    shown: list
-
     def __deepcopy__(self, memo) -> tuple:
         return tuple(copy.deepcopy(x, memo) for x in self)
 
@@ -200,8 +199,7 @@ def _judge_merge(name, shown, got, want, state, part) -> None:
         wrong = [(m.variant(state, part), m.hint) for m in MERGE_MISTAKES]
     for i, what in enumerate(("an m with", "an ell with", "an a with")):
         mistakes = [(w[i], hint) for w, hint in wrong]
-        what = message(what)
-        expect_close(name, shown, got[i], want[i], mistakes, what=what)
+        expect_close(name, shown, got[i], want[i], mistakes, what=message(what))
 
 
 MERGE_PARTIALS = Exercise(
@@ -258,17 +256,12 @@ def _cache_mistakes(args, passed) -> list[tuple[int, str]]:
             value, hint = mistake.on(args) or (None, None)
             if value is not None and hint not in hints.get(value, []):
                 hints.setdefault(value, []).append(hint)
-    return [(value, _either(h)) for value, h in hints.items()]
+    return [(value, functools.reduce(_either, h)) for value, h in hints.items()]
 
 
-def _either(hints: list[str]) -> str:
-    """Hints that fit the same answer, joined: "first Or: second"."""
-    joined = message(hints[0])
-    for other in hints[1:]:
-        joined = message(
-            "{hint} Or: {other}", hint=joined, other=message(other)
-        )
-    return joined
+def _either(hint: str, other: str) -> str:
+    """Two hints that fit the same answer: "first Or: second"."""
+    return message("{hint} Or: {other}", hint=hint, other=other)
 
 
 def _as_bytes(got, want):
