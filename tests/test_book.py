@@ -363,10 +363,11 @@ def test_readme_marks_unwritten_chapters_as_planned():
 PACKAGE_DOC = ROOT / "book" / "_package_docstring.ipynb"
 
 
-def module_chapters() -> dict[str, tuple[int, str, int]]:
-    """{module: (chapter number, chapter title, index of its first cell)} for
-    every module exported from a chapter, read from the header nbdev writes
-    ("File to edit: ../book/07_training.ipynb") and its first cell marker."""
+def module_chapters() -> dict[str, tuple[int, str, tuple[int, int]]]:
+    """{module: (chapter number, chapter title, (section, index of its first
+    cell))} for every module exported from a chapter, read from the header
+    nbdev writes ("File to edit: ../book/07_training.ipynb") and its first
+    cell marker; section 0 for a chapter that is one notebook."""
     chapters = {}
     for path in sorted((ROOT / "transformer_course").glob("*.py")):
         text = path.read_text()
@@ -382,13 +383,19 @@ def module_chapters() -> dict[str, tuple[int, str, int]]:
             if (m := re.search(r"^# (.+)$", source(cell), re.MULTILINE))
             and cell["cell_type"] == "markdown"
         )
+        # a section of a chapter (09_1_new_attention.ipynb): the chapter's
+        # title from its page (09_beyond_the_paper.md), the sections in order
+        section = re.match(r"\d\d_(\d+)_", notebook.group(1))
+        if section:
+            page = next((ROOT / "book").glob(f"{notebook.group(2)}_*.md"))
+            title = re.search(r"^# (.+)$", page.read_text(), re.M)[1].strip()
         marker = r"^# %% \.\./book/\S+ #(\S+)$"  # a cell; not "# %% auto"
         first_id = re.search(marker, text, re.MULTILINE)[1]
         ids = [cell.get("id") for cell in cells]
         chapters[path.stem] = (
             int(notebook.group(2)),
             title,
-            ids.index(first_id),
+            (int(section[1]) if section else 0, ids.index(first_id)),
         )
     return chapters
 

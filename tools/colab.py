@@ -752,6 +752,9 @@ def write_results(
         if before.get("runtime_commit") == runtime["commit"]:
             chapters_before = before["chapters"]
     merged = dict(sorted({**chapters_before, **results}.items()))
+    for name in list(merged):  # a chapter renamed or split into sections
+        if not (ROOT / "book" / f"{name}.ipynb").exists():
+            del merged[name]
     record = {
         "about": (
             "Each chapter run top to bottom on a fresh simulated Colab machine "
@@ -794,14 +797,15 @@ NOTE = "**On Colab:**"
 GPU_CHAPTERS = (
     "07",
     "08",
-    "09",
-)  # the chapters that train on a GPU if Colab has one
+    "09_2",
+)  # the chapters (sections: 09_2_...) that train on a GPU if Colab has one
 
 
 def colab_note(stem: str, seconds: float) -> str:
     """A chapter's "On Colab" note, the markdown cell just above its set-up
     cell: the runtime to pick and the chapter's measured time."""
     cost = colab_cost(seconds)
+    unit = "section" if re.match(r"\d\d_\d+_", stem) else "chapter"
     measured = (
         "measured in a simulation of Colab's CPU runtime on two cores "
         "(`tools/colab.py`); Colab's own machines may be slower."
@@ -817,13 +821,13 @@ def colab_note(stem: str, seconds: float) -> str:
     else:
         text = (
             f"{NOTE} the default CPU runtime is enough. From a fresh runtime "
-            f"the chapter runs top to bottom in {cost} there, its set-up "
+            f"the {unit} runs top to bottom in {cost} there, its set-up "
             f"cell's clone and install included, {measured}"
         )
     paragraphs = [text]
-    if stem[:2] in GPU_CHAPTERS:
+    if stem.startswith(GPU_CHAPTERS):
         paragraphs.append(
-            "A GPU runtime (a T4) would train the chapter's models on the GPU, "
+            f"A GPU runtime (a T4) would train the {unit}'s models on the GPU, "
             "in float16. The book's machines have no GPU, so that path is "
             "untested here and its time unmeasured; the numbers it prints may "
             "differ from this page's."

@@ -136,18 +136,19 @@ def chapter_toc(edition: Edition, chapters: list[str]) -> dict:
     in the book's order."""
     toc = yaml.safe_load((edition.source / "_toc.yml").read_text("utf-8"))
     files = toc_files(toc)
-    numbered = {}
+    numbered = {}  # a chapter's page and its sections (NN_1_topic, ...)
     for file in files:
         number = Path(file).name.split("_", 1)[0]
         if number.isdigit():
-            numbered[number] = file
+            numbered.setdefault(number, []).append(file)
     unknown = [c for c in chapters if c not in numbered]
     if unknown:
         raise PdfError(
             f"no chapter {', '.join(unknown)} in {edition.source / '_toc.yml'}"
             f"; its chapters are {', '.join(sorted(numbered))}"
         )
-    chosen = [file for file in files if file in {numbered[c] for c in chapters}]
+    picked = {file for c in chapters for file in numbered[c]}
+    chosen = [file for file in files if file in picked]
     toc = {"format": "jb-book", "root": chosen[0]}
     if chosen[1:]:
         toc["chapters"] = [{"file": file} for file in chosen[1:]]

@@ -180,16 +180,28 @@ def unwrap(text: str) -> str:
 
 
 def chapters(root: Path = ROOT) -> list[Path]:
-    """The English notebooks, in the order of the English _toc.yml."""
+    """The English notebooks, in the order of the English _toc.yml (a
+    chapter's sections, one notebook each, after its page)."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+
+    def walk(entries: list[dict]) -> list[str]:
+        files = []
+        for entry in entries:
+            files += [entry["file"], *walk(entry.get("sections", []))]
+        return files
+
+    files = walk([c for part in toc["parts"] for c in part["chapters"]])
     return [
         root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()
     ]
 
 
 def chapter_name(path: Path) -> str:
-    """'chapter 6' for 06_transformer.ipynb (chapter 0: getting started)."""
+    """'chapter 6' for 06_transformer.ipynb (chapter 0: getting started),
+    'section 9.1' for 09_1_new_attention.ipynb."""
+    section = re.match(r"(\d\d)_(\d+)_", path.stem)
+    if section:
+        return f"section {int(section[1])}.{section[2]}"
     return f"chapter {int(path.stem[:2])}"
 
 
