@@ -124,7 +124,7 @@ def main(argv=None) -> None:
         record={
             "command": " ".join(["python", *sys.argv]),
             "commit": commit(),
-            "torch": torch.__version__,
+            "torch": str(torch.__version__),
             "device": (
                 torch.cuda.get_device_name(run.device)
                 if run.device.type == "cuda"
