@@ -165,7 +165,8 @@ def outside_gb2312(texts) -> float:
 
 def _json_entries(package: str, chinese: Path) -> list[Entry]:
     """Home Assistant's translations: zh-Hans.json and the en.json beside
-    it hold the same keys; each key gives a pair (and is its context)."""
+    it hold the same keys; each key gives a pair. A key names where the
+    message is used, not a meaning to tell apart: no context."""
 
     def flat(tree, prefix=""):
         for key, value in tree.items():
@@ -180,7 +181,7 @@ def _json_entries(package: str, chinese: Path) -> list[Entry]:
     english = dict(flat(json.loads(english_file.read_text(encoding="utf-8"))))
     targets = flat(json.loads(chinese.read_text(encoding="utf-8")))
     return [
-        Entry(package, key, english[key], text, False, False, False)
+        Entry(package, None, english[key], text, False, False, False)
         for key, text in targets
         if key in english
     ]
