@@ -20,24 +20,33 @@ from transformer_course.catalogs import (
     catalog_dir,
     extract_catalogs,
     fetch_catalogs,
+    outside_gb2312,
+    read_catalogs,
 )
 from transformer_course.corpus import (
     CORPUS_DIGEST,
     EOS_ID,
+    TAGS,
     MessagePair,
     clean,
     corpus_digest,
     gettext_corpus,
+    normalise,
     placeholders,
     random_split,
     split_by_package,
     strip_accelerators,
     strip_markup,
+    tag_placeholders,
     train_tokenizer,
+    untag_placeholders,
 )
 from transformer_course.translation import (
+    CHRF,
     Retrieval,
     load_translation_model,
+    loops,
+    paired_difference,
     placeholder_accuracy,
     save_translation_model,
     scores,
@@ -149,6 +158,109 @@ def test_clean_drops_each_kind_and_counts_it():
         MessagePair("p", "Save", "保存"),
         MessagePair("p", "Quit", "退出"),
     ]
+
+
+def test_entities_go_before_accelerators():
+    # the & of &amp; is no accelerator: "Terms amp; Conditions" was the bug
+    pairs, _ = clean([entry("Terms &amp; Conditions", "条款和条件")])
+    assert pairs == [MessagePair("p", "Terms & Conditions", "条款和条件")]
+
+
+def test_a_plural_entry_pairs_the_english_plural(tmp_path):
+    folder = tmp_path / "p" / "zh_CN" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    (folder / "p.po").write_text(
+        'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "One file"\nmsgid_plural "%(count)s files"\n'
+        'msgstr[0] "%(count)s 个文件"\n',
+        encoding="utf-8",
+    )
+    source = CatalogSource("p", "1", "0" * 64, "MIT")
+    [e] = read_catalogs(tmp_path, [source])
+    assert (e.source, e.target, e.plural) == (
+        "%(count)s files",
+        "%(count)s 个文件",
+        True,
+    )
+    pairs, _ = clean([e])
+    assert len(pairs) == 1  # same placeholders on both sides: kept
+
+
+def test_traditional_characters_are_told_from_simplified():
+    assert outside_gb2312(["这个文件已删除", "设置"]) == 0
+    assert outside_gb2312(["這個檔案已刪除", "設定"]) > 0.3
+
+
+def test_near_copies_of_held_out_messages_leave_training_and_are_counted():
+    pairs = [
+        MessagePair("a", "Save changes", "保存更改"),
+        MessagePair("a", "Open", "打开"),
+        MessagePair("t", "save changes.", "保存更改。"),
+    ]
+    removed = {}
+    splits = split_by_package(pairs, dev=(), test=("t",), removed=removed)
+    assert [p.source for p in splits["train"]] == ["Open"]
+    assert removed == {"test": 0, "dev": 0, "train": 1}
+    assert normalise("Save  Changes…") == normalise("save changes")
+
+
+@pytest.mark.parametrize(
+    "source, target, tagged_target",
+    [
+        (
+            "Delete %(count)s files?",
+            "删除%(count)s个文件？",
+            "删除<ph0>个文件？",
+        ),
+        ("%s of %d", "%d 中的 %s", "<ph1> 中的 <ph0>"),  # moved: tags follow
+        ("{0} and {0}", "{0}和{0}", "<ph0>和<ph0>"),  # one tag, twice
+        ("No placeholder", "没有", "没有"),
+    ],
+)
+def test_placeholders_become_numbered_tags_and_come_back(
+    source, target, tagged_target
+):
+    found = placeholders(source)
+    assert tag_placeholders(target, found) == tagged_target
+    assert untag_placeholders(tag_placeholders(source), found) == source
+    assert untag_placeholders(tagged_target, found) == target
+
+
+def test_a_tag_the_source_lacks_is_dropped_and_too_many_are_refused():
+    assert untag_placeholders("<ph0> 和 <ph3>", ["%s"]) == "%s 和 "
+    many = " ".join(f"{{p{i}}}" for i in range(len(TAGS) + 1))
+    with pytest.raises(ValueError, match="different placeholders"):
+        tag_placeholders(many)
+
+
+@needs_catalogs
+def test_every_placeholder_of_every_held_out_message_survives_the_round_trip():
+    splits = gettext_corpus()
+    task_tokenizer = load_translation_model()[1]
+    for pair in splits["test"] + splits["dev"]:
+        found = placeholders(pair.source)
+        for text in (pair.source, pair.target):
+            tagged = tag_placeholders(text, found)
+            ids = task_tokenizer.encode(tagged).ids
+            back = untag_placeholders(task_tokenizer.decode(ids), found)
+            assert sorted(placeholders(back)) == sorted(placeholders(text))
+
+
+def test_loops_are_repeats_the_source_does_not_have():
+    assert loops("No groups", "没有无组无无无无无无")
+    assert not loops("----", "----")
+    assert not loops("Save", "保存")
+
+
+def test_paired_difference_is_zero_for_a_system_against_itself():
+    hypotheses = ["保存文件", "打开", "关闭窗口"]
+    references = ["保存文件", "打开文件", "关闭"]
+    gap, low, high = paired_difference(hypotheses, hypotheses, references, CHRF)
+    assert gap == low == high == 0
+    better, low, high = paired_difference(
+        ["x", "y", "z"], hypotheses, references, CHRF
+    )
+    assert better > 0 and low <= better <= high
 
 
 # -- splits ----------------------------------------------------------------------
