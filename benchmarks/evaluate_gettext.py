@@ -22,6 +22,7 @@ file also records the model file's sha256, which chapter 7 checks).
 import argparse
 import hashlib
 import json
+import random
 import time
 from pathlib import Path
 
@@ -126,6 +127,13 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, help="the first N messages only")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=200,
+        help="also decode a seeded sample of N messages greedily and with "
+        "beam 4 (chapter 8 compares them); 0: none",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     out = (
@@ -141,6 +149,25 @@ def main(argv=None) -> None:
         model, tokenizer, sources, args.beam, args.length_penalty
     )
     seconds = time.perf_counter() - start
+    greedy = (
+        translations
+        if args.beam == 1
+        else decode(model, tokenizer, sources, 1, args.length_penalty)
+    )
+    sample = {}
+    if args.sample:
+        n = min(args.sample, len(pairs))
+        ids = sorted(random.Random(0).sample(range(len(pairs)), n))
+        sample["ids"] = ids
+        for name, beam in (("greedy", 1), ("beam 4", 4)):
+            if beam == 1:
+                sample[name] = [greedy[i] for i in ids]
+            elif beam == args.beam and args.length_penalty == 0.6:
+                sample[name] = [translations[i] for i in ids]
+            else:
+                sample[name] = decode(
+                    model, tokenizer, [sources[i] for i in ids], beam, 0.6
+                )
     retrieval = Retrieval(splits["train"])
     systems = {
         "the trained model": translations,
@@ -164,6 +191,8 @@ def main(argv=None) -> None:
         "threads": args.threads,
         **judge(pairs, systems, "the trained model"),
         "translations": translations,
+        "greedy": greedy,  # the same as translations when greedy was chosen
+        "sample": sample,  # beam 4 with length penalty 0.6
     }
     out.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     for name, figures in document["scores"].items():

@@ -61,6 +61,13 @@ def average_weights(paths) -> dict:
     }
 
 
+def mean_loss(history, step: int, period: int) -> float:
+    """The mean training loss (label-smoothed, per token) of the updates in
+    (step - period, step]."""
+    losses = [h["loss"] for h in history if step - period < h["step"] <= step]
+    return sum(losses) / len(losses)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -112,14 +119,18 @@ def main(argv=None) -> None:
         )
     steps = sorted(args.runs.glob("step-*.pt"))[-args.average :]
     run.model.load_state_dict(average_weights(steps))
-    evaluations = [h for h in run.history if "validation_loss" in h]
+    evaluations = [  # each with the mean training loss since the last one
+        dict(h, mean_loss=mean_loss(run.history, h["step"], config.eval_every))
+        for h in run.history
+        if "validation_loss" in h
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_translation_model(
         args.out,
         run.model,
         run.task.tokenizer,
         train_config=dataclasses.asdict(config),
-        history=evaluations,  # the training loss, and the dev loss, at each
+        history=evaluations,  # step, loss, mean_loss, validation_loss
         averaged=[p.name for p in steps],
         record={
             "command": " ".join(["python", *sys.argv]),

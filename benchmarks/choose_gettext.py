@@ -1,0 +1,125 @@
+"""Choose, on the dev packages, how the trained gettext model is finished and decoded.
+
+    python benchmarks/choose_gettext.py [--runs runs/gettext] [--threads 2]
+        [--out benchmarks/results/gettext_dev_choices.json]
+
+A training run (benchmarks/train_gettext.py) leaves the weights of every evaluation
+in RUNS/step-NNNNN.pt. This script decodes the dev split (whole packages that
+neither the training nor the test split holds) with:
+
+1. the last evaluation's weights, and the average of the last k evaluations'
+   weights (k = 2, 3, 4: checkpoint averaging), greedily;
+2. the best of those with beam search (beam 4) and each length penalty of
+   LENGTH_PENALTIES.
+
+Each candidate is scored like the test split will be (scores() of the library:
+BLEU, chrF, chrF of the text between placeholders, placeholders right, loops).
+The choice is the candidate with the highest dev chrF (BLEU breaks a tie); the
+file records every candidate, so that chapter 7 can show what the choice rested
+on. The test split is not read.
+"""
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import torch
+from evaluate_gettext import decode
+from train_gettext import average_weights
+
+from transformer_course.trained_models import TASK_CONFIGS
+from transformer_course.training import Run
+from transformer_course.translation import scores
+
+ROOT = Path(__file__).resolve().parent.parent
+AVERAGES = (1, 2, 3, 4)
+LENGTH_PENALTIES = (0.6, 1.0)
+BEAM = 4
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/gettext"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int, help="the first N messages only")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "benchmarks" / "results" / "gettext_dev_choices.json",
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    run = Run(dataclasses.replace(TASK_CONFIGS["gettext"], device="cpu"))
+    model, tokenizer = run.model.eval(), run.task.tokenizer
+    pairs = run.task.splits["dev"][: args.limit]
+    sources = [p.source for p in pairs]
+    references = [p.target for p in pairs]
+    steps = sorted(args.runs.glob("step-*.pt"))
+    if len(steps) < max(AVERAGES):
+        raise SystemExit(
+            f"{args.runs} holds {len(steps)} step-*.pt files; "
+            f"averaging needs {max(AVERAGES)}"
+        )
+
+    candidates = []
+
+    def judge(name, weights, beam=1, length_penalty=0.6):
+        model.load_state_dict(weights)
+        start = time.perf_counter()
+        out = decode(model, tokenizer, sources, beam, length_penalty)
+        row = dict(
+            name=name,
+            checkpoints=[p.name for p in weights_of[name]],
+            beam=beam,
+            length_penalty=length_penalty if beam > 1 else None,
+            seconds=round(time.perf_counter() - start),
+            **scores(sources, out, references),
+        )
+        candidates.append(row)
+        print(
+            f"{name:<34} beam {beam} lp {row['length_penalty']}: "
+            + ", ".join(f"{k} {row[k]:.1f}" for k in ("BLEU", "chrF",
+                                                     "placeholders", "loops")),
+            flush=True,
+        )
+        return row
+
+    def best(rows):
+        return max(rows, key=lambda r: (round(r["chrF"], 1), r["BLEU"]))
+
+    weights_of = {f"{steps[-1].stem} alone": steps[-1:]}
+    for k in AVERAGES[1:]:
+        weights_of[f"average of the last {k}"] = steps[-k:]
+    greedy = [
+        judge(name, average_weights(paths))
+        for name, paths in weights_of.items()
+    ]
+    chosen = best(greedy)
+    weights = average_weights(weights_of[chosen["name"]])
+    beams = [
+        judge(chosen["name"], weights, BEAM, penalty)
+        for penalty in LENGTH_PENALTIES
+    ]
+    choice = best([chosen, *beams])
+    args.out.write_text(
+        json.dumps(
+            dict(
+                split="dev",
+                messages=len(pairs),
+                rule="highest dev chrF, then BLEU",
+                candidates=candidates,
+                choice=choice,
+            ),
+            ensure_ascii=False,
+            indent=1,
+        )
+        + "\n"
+    )
+    print("chosen:", choice["name"], "beam", choice["beam"],
+          "length penalty", choice["length_penalty"])
+
+
+if __name__ == "__main__":
+    main()
