@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_course import beam_search, greedy_decode
+from transformer_course import beam_search
 from transformer_course.corpus import (
     CORPUS_DIGEST,
     EOS_ID,
@@ -47,6 +47,7 @@ from transformer_course.translation import (
     load_translation_model,
     paired_difference,
     scores,
+    translate,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,8 +55,11 @@ SHIPPED = ROOT / "transformer_course" / "data" / GETTEXT_MODEL
 
 
 def decode(model, tokenizer, sources, beam=1, length_penalty=0.6, batch=100):
-    """Translations of English strings: greedy (beam 1) or beam search, in
-    batches of similar length, max_len 2 T_src + 10 tokens."""
+    """Translations of English strings: greedy (beam 1: the library's
+    translate(), as chapter 7 decodes) or beam search, in batches of similar
+    length, max_len 2 T_src + 10 tokens (translate() caps it at 80)."""
+    if beam == 1:
+        return translate(model, tokenizer, sources)
     ids = [
         tokenizer.encode(tag_placeholders(s)).ids + [EOS_ID] for s in sources
     ]
@@ -70,12 +74,9 @@ def decode(model, tokenizer, sources, beam=1, length_penalty=0.6, batch=100):
         )
         max_len = 2 * src.size(1) + 10
         with torch.no_grad():
-            if beam == 1:
-                out = greedy_decode(model, src, max_len)
-            else:
-                out = beam_search(
-                    model, src, beam, max_len, length_penalty=length_penalty
-                )
+            out = beam_search(
+                model, src, beam, max_len, length_penalty=length_penalty
+            )
         for i, row in zip(rows, out.tolist(), strict=True):
             row = row[: row.index(EOS_ID)] if EOS_ID in row else row
             text = tokenizer.decode([t for t in row if t != PAD_ID])
