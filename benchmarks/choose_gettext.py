@@ -80,8 +80,10 @@ def main(argv=None) -> None:
         candidates.append(row)
         print(
             f"{name:<34} beam {beam} lp {row['length_penalty']}: "
-            + ", ".join(f"{k} {row[k]:.1f}" for k in ("BLEU", "chrF",
-                                                     "placeholders", "loops")),
+            + ", ".join(
+                f"{k} {row[k]:.1f}"
+                for k in ("BLEU", "chrF", "placeholders", "loops")
+            ),
             flush=True,
         )
         return row
@@ -117,8 +119,14 @@ def main(argv=None) -> None:
         )
         + "\n"
     )
-    print("chosen:", choice["name"], "beam", choice["beam"],
-          "length penalty", choice["length_penalty"])
+    print(
+        "chosen:",
+        choice["name"],
+        "beam",
+        choice["beam"],
+        "length penalty",
+        choice["length_penalty"],
+    )
 
 
 if __name__ == "__main__":
