@@ -93,6 +93,7 @@ SHARED = {
     "transformer_course._modidx",
     "transformer_course.exercises",
     "transformer_course.exercises._core",
+    "transformer_course.exercises._i18n",
 }
 
 

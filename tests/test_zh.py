@@ -1,8 +1,12 @@
 """The Chinese edition (zh/, tools/zh.py): the same notebooks with Chinese prose.
 
 - Every Chinese notebook's code cells and outputs are the English notebook's,
-  byte for byte but for a figure's caption, and its cells come in the English
-  order: nbval need not run it.
+  byte for byte but for a figure's caption, the set-up cell's language line
+  (the checkers answer in Chinese) and the verdicts and messages that the
+  check cells print (made Chinese from the checkers' catalog), and its cells
+  come in the English order: nbval need not run it.
+- The Chinese notebooks' check cells print Chinese: no English verdict, hint
+  or message of a checker is left in their outputs.
 - `tools/zh.py sync` leaves the committed zh/ as it is (a fixed point): the
   configuration, the glossary and the notebooks were synced after the last change
   to the English book.
@@ -13,6 +17,8 @@
 """
 
 import json
+import os
+import re
 import shutil
 import sys
 
@@ -37,20 +43,27 @@ def test_code_and_outputs_are_the_english_ones(path):
     english = zh.read_notebook(path)
     chinese = zh.read_notebook(zh.zh_path(path))
 
-    def code(notebook):
-        """Every code cell whole, but its caption and translation record."""
+    def code(notebook, chinese=False):
+        """Every code cell whole, but its caption and translation record;
+        the English one as the Chinese edition has it: its set-up cell sets
+        the language, its check cells print Chinese."""
         cells = []
         for cell in notebook["cells"]:
             if cell["cell_type"] == "markdown":
                 continue
             cell = json.loads(json.dumps(cell))
+            if not chinese and zh.is_setup(cell):
+                text = zh.chinese_setup(zh.cell_text(cell))
+                cell["source"] = text.splitlines(keepends=True)
+            if not chinese and zh.is_check_cell(cell):
+                zh.chinese_outputs(cell)
             cell["metadata"].pop("zh", None)
             if zh.caption(cell) is not None:
                 cell["metadata"]["mystnb"]["figure"]["caption"] = "..."
             cells.append(json.dumps(cell, ensure_ascii=False))
         return cells
 
-    assert code(chinese) == code(english), (
+    assert code(chinese, chinese=True) == code(english), (
         f"{path.name}: a code cell or an output differs from the English "
         "notebook; edit the English one, then run python tools/zh.py sync"
     )
@@ -59,6 +72,80 @@ def test_code_and_outputs_are_the_english_ones(path):
     assert {k: v for k, v in chinese.items() if k != "cells"} == {
         k: v for k, v in english.items() if k != "cells"
     }
+
+
+CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+ENGLISH_VERDICT = re.compile(
+    r"^(Correct: |Not done yet: |Hint: |on input |called with no input)|"
+    r"values differ|returned (a|an|the|None|True|False|dtype|shape) ",
+    re.MULTILINE,
+)
+
+
+def _check_outputs(path):
+    """(cell id, printed text) of every check cell of a notebook."""
+    for cell in zh.read_notebook(path)["cells"]:
+        if zh.is_check_cell(cell):
+            for output in cell.get("outputs", []):
+                if output.get("name") == "stdout":
+                    yield cell["id"], zh.cell_text({"source": output["text"]})
+
+
+@pytest.mark.parametrize("path", ENGLISH, ids=lambda p: p.stem)
+def test_the_check_cells_print_chinese(path):
+    english = dict(_check_outputs(path))
+    checked = 0
+    for cell_id, text in _check_outputs(zh.zh_path(path)):
+        assert not ENGLISH_VERDICT.search(text), (
+            f"{path.name}, cell {cell_id} prints English: {text[:300]}"
+        )
+        # what the cell printed itself is left as it was, line by line
+        kept = [line for line in text.splitlines() if not CJK.search(line)]
+        assert set(kept) <= set(english[cell_id].splitlines()), (
+            f"{path.name}, cell {cell_id}: a line changed: {kept}"
+        )
+        if ENGLISH_VERDICT.search(english[cell_id]):
+            assert re.search("[\u4e00-\u9fff]", text), text
+            checked += 1
+    if "check_" in path.read_text(encoding="utf-8"):
+        assert checked, f"{path.name}: no check cell printed a verdict"
+
+
+@pytest.mark.parametrize("path", ENGLISH, ids=lambda p: p.stem)
+def test_the_chinese_set_up_cell_chooses_chinese(path):
+    cells = zh.read_notebook(zh.zh_path(path))["cells"]
+    setup = next(cell for cell in cells if cell["cell_type"] == "code")
+    assert zh.is_setup(setup), path.name
+    text = zh.cell_text(setup)
+    assert text.endswith(zh.LANGUAGE_LINES.rstrip("\n")), path.name
+    assert "import os\n" in text
+
+
+def test_the_language_line_makes_the_checkers_answer_in_chinese(monkeypatch):
+    from transformer_course.exercises import _i18n, language, set_language
+
+    monkeypatch.delenv(_i18n.ENVIRONMENT_VARIABLE, raising=False)
+    set_language(None)
+    assert language() == "en"
+    with monkeypatch.context() as patch:
+        patch.setattr("os.environ", dict(os.environ))
+        exec(zh.LANGUAGE_LINES, {"os": os})
+        assert language() == "zh"
+    assert language() == "en"
+
+
+def test_a_check_cell_whose_message_changed_is_translated_again(tmp_path):
+    """A message no template fits stays English, and the test above names
+    it; a verdict of the catalog is made Chinese."""
+    text = (
+        "Correct: row_normalise divides every row by its own sum.\n"
+        "a message no checker prints\n"
+    )
+    chinese = zh.i18n.translate_output(text)
+    assert chinese == (
+        "正确：row_normalise 把每一行除以它自己的和。\na message no checker prints\n"
+    )
+    assert ENGLISH_VERDICT.search("Correct: f works.\n")
 
 
 def test_sync_changes_nothing(tmp_path):
@@ -158,7 +245,9 @@ def test_an_edited_code_cell_is_synced_not_kept(tmp_path):
     root = copy_of_repository(tmp_path)
     english = root / "book" / "02_positional_encoding.ipynb"
     chinese = root / "zh" / "book" / "02_positional_encoding.ipynb"
-    code = first_cell(english, lambda c: c["cell_type"] == "code")
+    code = first_cell(
+        english, lambda c: c["cell_type"] == "code" and not zh.is_setup(c)
+    )
     edit_cell(chinese, code["id"], lambda text: text + "\nprint('only here')\n")
     assert zh.sync(root) == [chinese]
     cells = {c["id"]: c for c in zh.read_notebook(chinese)["cells"]}

@@ -5,12 +5,24 @@ English ones with their prose translated.
     python tools/zh.py status          # what is translated, untranslated, out of date
     python tools/zh.py mark NOTEBOOK [CELL_ID ...]
     python tools/zh.py publish         # zh/_build/html -> _build/html/zh
+    python tools/zh.py messages        # the checkers' Chinese message catalog
 
 Each Chinese notebook is made from the English notebook of the same name:
 
 - its code cells, with their outputs, are the English notebook's, byte for byte
   (so nbval need not run the Chinese notebooks: they are the English ones),
-  except a figure's caption (metadata mystnb.figure.caption), which is prose;
+  except a figure's caption (metadata mystnb.figure.caption), which is prose,
+  and what makes the exercise checkers answer in Chinese:
+  - the set-up cell (the first code cell, "# Set-up for Google Colab") also
+    imports os and sets TRANSFORMER_COURSE_LANG=zh (`chinese_setup`), which
+    transformer_course/exercises/_i18n.py reads;
+  - a check cell's printed output (any cell that calls `check_...(`) has each
+    verdict ("Correct: ...", "Not done yet: ...") and each message of a wrong
+    answer made Chinese through the checkers' gettext catalog
+    (`_i18n.translate_output`: the English template recognised, the Chinese
+    one filled with the same values), as the checker prints it in Chinese;
+    whatever else the cell printed stays as it is. An English message that
+    no template fits stays English, and tests/test_zh.py names the cell;
 - each markdown cell, and each caption, is the translation kept from the last
   sync, matched by cell id, or, where there is none yet, the English text
   itself (untranslated);
@@ -38,6 +50,14 @@ The site: `jupyter-book build zh` builds the Chinese book into zh/_build/html,
 and `publish` puts it under _build/html/zh, beside the English book, where each
 page's language link (_ext/language_switch.py) finds it (the README's command 1).
 
+The checkers' messages: `messages` extracts every message template of
+transformer_course/exercises/ into the gettext catalog
+transformer_course/locale/zh_CN/LC_MESSAGES/exercises.po (tools/
+checker_messages.py says which literals are templates), keeps the translations
+of the templates that stayed, and compiles the .mo the package ships. To
+translate a new message, fill in its msgstr in the .po (the same {fields}),
+then run `messages` and `sync`.
+
 To translate a cell: edit its text in the Chinese notebook (Jupyter, or any
 editor), then run `mark` on the notebook. (`mark` also joins lines that break
 inside Chinese text: a browser shows such a break as a space.) Without cell ids, `mark` records the
@@ -50,17 +70,40 @@ after the English changed). Then `sync`.
 import argparse
 import copy
 import hashlib
+import importlib.util
 import re
 import shutil
 import sys
 from pathlib import Path
 
+import checker_messages
 import yaml
 from notebooks import cell_text, notebook_text, read_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "zh"
 STATUS_ID = "zh-status"  # the generated note of a chapter not yet translated
+SETUP_FIRST_LINE = "# Set-up for Google Colab"
+# what the set-up cell of a Chinese notebook adds: the checkers answer in
+# Chinese (transformer_course/exercises/_i18n.py reads the variable)
+LANGUAGE_LINES = (
+    "\n\n# 中文版：练习的检查器用中文作答\n"
+    'os.environ["TRANSFORMER_COURSE_LANG"] = "zh"\n'
+)
+CHECK_CALL = re.compile(r"\bcheck_\w+\(")
+
+
+def _load_i18n():
+    """transformer_course/exercises/_i18n.py, the checkers' catalog, loaded
+    on its own (it imports nothing of the package: no torch to start)."""
+    path = ROOT / "transformer_course" / "exercises" / "_i18n.py"
+    spec = importlib.util.spec_from_file_location("_zh_i18n", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+i18n = _load_i18n()
 
 
 class TranslationError(ValueError):
@@ -163,6 +206,41 @@ def status_cell(untranslated: int, total: int) -> dict:
     }
 
 
+def is_setup(cell: dict) -> bool:
+    """The Colab set-up cell, the first code cell of every chapter."""
+    return cell["cell_type"] == "code" and cell_text(cell).startswith(
+        SETUP_FIRST_LINE
+    )
+
+
+def chinese_setup(source: str) -> str:
+    """The set-up cell of a Chinese notebook: the English one, which then
+    sets TRANSFORMER_COURSE_LANG=zh, so that the checkers answer in Chinese."""
+    if source.count("import sys\n") != 1:
+        raise TranslationError("the set-up cell has no `import sys` line")
+    source = source.replace("import sys\n", "import os\nimport sys\n")
+    return source.rstrip("\n") + LANGUAGE_LINES.rstrip("\n")
+
+
+def is_check_cell(cell: dict) -> bool:
+    """A code cell that calls a checker (`check_softmax(my_softmax)`)."""
+    return cell["cell_type"] == "code" and bool(
+        CHECK_CALL.search(cell_text(cell))
+    )
+
+
+def chinese_outputs(cell: dict) -> None:
+    """A check cell's printed verdicts and messages, made Chinese from the
+    checkers' catalog (`_i18n.translate_output`); what the cell printed
+    itself stays as it is."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream" and output["name"] == "stdout":
+            text = cell_text({"source": output["text"]})
+            output["text"] = i18n.translate_output(text).splitlines(
+                keepends=True
+            )
+
+
 def sync_notebook(english: dict, chinese: dict | None) -> dict:
     """The Chinese notebook made from `english`, keeping the translations of
     `chinese` (the previous Chinese notebook, or None)."""
@@ -177,6 +255,12 @@ def sync_notebook(english: dict, chinese: dict | None) -> dict:
     cells, untranslated, texts = [], 0, 0
     for cell in english["cells"]:
         cell = copy.deepcopy(cell)
+        if is_setup(cell):
+            cell["source"] = chinese_setup(cell_text(cell)).splitlines(
+                keepends=True
+            )
+        if is_check_cell(cell):
+            chinese_outputs(cell)
         if prose(cell) is not None:
             texts += 1
             old = kept.get(cell["id"])
@@ -579,7 +663,15 @@ def main(argv=None) -> int:
     marking.add_argument("notebook", type=Path, help="or zh/glossary.yml")
     marking.add_argument("ids", nargs="*", help="cell ids (glossary: terms)")
     commands.add_parser("publish", help="zh/_build/html -> _build/html/zh")
+    commands.add_parser(
+        "messages", help="the checkers' message catalog: extract, compile"
+    )
     args = parser.parse_args(argv)
+    if args.command == "messages":
+        total, untranslated = checker_messages.write()
+        print(f"{total} templates, {untranslated} untranslated")
+        print(f"wrote {checker_messages.PO.relative_to(ROOT)} and its .mo")
+        return 1 if untranslated else 0
     if args.command == "publish":
         print(f"published {publish().relative_to(ROOT)}")
     elif args.command == "sync":

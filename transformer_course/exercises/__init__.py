@@ -9,6 +9,10 @@ compares the results with the expected ones:
 - wrong: raises `ExerciseError`, whose message names the input, what was expected
   and what came back, with a hint when the answer matches a known mistake.
 
+The checkers answer in English, or in Chinese (中文) after `set_language("zh")`
+or with the environment variable `TRANSFORMER_COURSE_LANG=zh`, which the Chinese
+notebooks set (`_i18n`; the catalog is `transformer_course/locale/`).
+
 This subpackage is hand-written (the rest of the package is exported from the
 chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN, and
 `tests/test_exercises_chNN.py` proves that every checker rejects the known wrong answers.
@@ -17,6 +21,7 @@ chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN
 from transformer_course.exercises import ch00, ch01, ch02, ch03, ch04
 from transformer_course.exercises import ch05, ch06, ch07, ch08, ch09
 from transformer_course.exercises._core import ExerciseError
+from transformer_course.exercises._i18n import language, set_language
 from transformer_course.exercises.ch00 import *  # noqa: F403
 from transformer_course.exercises.ch01 import *  # noqa: F403
 from transformer_course.exercises.ch02 import *  # noqa: F403
@@ -29,4 +34,9 @@ from transformer_course.exercises.ch08 import *  # noqa: F403
 from transformer_course.exercises.ch09 import *  # noqa: F403
 
 _CHAPTERS = (ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09)
-__all__ = ["ExerciseError", *(n for m in _CHAPTERS for n in m.__all__)]
+__all__ = [
+    "ExerciseError",
+    "language",
+    "set_language",
+    *(n for m in _CHAPTERS for n in m.__all__),
+]

@@ -6,8 +6,11 @@ declaration: an `Exercise` holds the cases, the reference answer, the known
 mistakes (`Mistake`: the wrong answer a mistake gives, and its hint) and the
 answers refused before any comparison (`Refusal`); `check_thing =
 THING.checker()` is the public function. Every message is a format string
-of a table, filled in by `message` (`fail` calls it): the one place where a
-translation is to be looked up.
+of a table, filled in by `message` (`fail` calls it): the one place where
+its translation is looked up (`_i18n`: in Chinese, the template from the
+gettext catalog of transformer_course/locale/, filled with the same fields).
+A message is one whole template, never glued from pieces, so that the
+catalog can translate it whole (tools/checker_messages.py extracts them).
 
 What the machinery promises the learner:
 
@@ -40,12 +43,13 @@ import inspect
 import os
 import random
 import sys
-import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from transformer_course.exercises._i18n import display_width, translate, wrap
 
 MAX_LINES = 15
 """The longest message a checker prints, in lines."""
@@ -67,7 +71,7 @@ class ExerciseError(AssertionError):
         lines = [f"ExerciseError: {self}"]
         cause = self.__cause__
         if cause is not None and not isinstance(cause, ExerciseError):
-            lines += ["", "Your function's error:"]
+            lines += ["", message("Your function's error:")]
             lines += _learner_traceback(cause)
         return "\n".join(lines).splitlines()
 
@@ -151,7 +155,7 @@ def describe(value, max_lines: int = 4) -> str:
         text_lines = text.splitlines()
         small = value.ndim <= 2 and value.size <= 40
         if small and len(text_lines) <= min(max_lines, 4):
-            return f"{head}:\n{text}"
+            return message("{head}:\n{values}", head=head, values=text)
         return head
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.nn.Module):
@@ -194,7 +198,7 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
     if sum(text.count("\n") + 1 for text in described) > max_lines:
         described = [describe(value, max_lines=0) for value in inputs]
     one_line = message("on input {inputs}", inputs=", ".join(described))
-    if "\n" not in one_line and len(one_line) <= _WIDTH:
+    if "\n" not in one_line and display_width(one_line) <= _WIDTH:
         return one_line
     joined = message("\n  and ").join(described)
     return message("on input {inputs}", inputs=joined)
@@ -241,10 +245,10 @@ def fail(
     first = message(
         "{name} {problem}", name=_display_name(name), problem=problem
     )
-    lines = textwrap.wrap(first, width=_WIDTH)
+    lines = wrap(first, width=_WIDTH)
     if hint:
         hint = message("Hint: {hint}", hint=message(hint))
-        lines += textwrap.wrap(hint, width=_WIDTH)
+        lines += wrap(hint, width=_WIDTH)
     if inputs is not None:
         budget = max(1, MAX_LINES - len(lines) - len(details))
         lines += _describe_inputs(inputs, max_lines=budget).splitlines()
@@ -522,7 +526,9 @@ def expect_close(
 
 def _subject(what: str) -> str:
     """The start of a first line: "returned " or "returned the weights "."""
-    return message("returned {what} ", what=what) if what else "returned "
+    if what:
+        return message("returned {what} ", what=what)
+    return message("returned ")
 
 
 def _wrong_shape(name, inputs, got, expected, hint, subject) -> None:
@@ -557,16 +563,19 @@ def _wrong_values(name, inputs, got, expected, hint, subject, rtol, atol):
         if expected.ndim
         else "{subject}a wrong value: expected {expected}, got {got}."
     )
-    differences = [message("{n} NaN", n=nans)] if nans else []
-    if count > nans:
-        differences.insert(
-            0, message("largest difference {d}", d=_number(largest))
+    if count > nans and nans:
+        differences = message(
+            "largest difference {d}, {n} NaN", d=_number(largest), n=nans
         )
+    elif nans:
+        differences = message("{n} NaN", n=nans)
+    else:
+        differences = message("largest difference {d}", d=_number(largest))
     detail = message(
         "{count} of {size} values differ ({differences}); the shape is right.",
         count=count,
         size=expected.size,
-        differences=", ".join(differences),
+        differences=differences,
     )
     fail(name, problem, inputs, hint, [detail], **fields)
 
@@ -640,11 +649,10 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
         more = len(got) > len(expected)
         problem = message(
             "{subject}{n} items, expected {expected}: the first {right} are "
-            + (
-                "right; the first extra one is {item!r}."
-                if more
-                else "right; the first missing one is {item!r}."
-            ),
+            "right; the first extra one is {item!r}."
+            if more
+            else "{subject}{n} items, expected {expected}: the first {right} "
+            "are right; the first missing one is {item!r}.",
             right=min(len(got), len(expected)),
             item=got[len(expected)] if more else expected[len(got)],
             **fields,
@@ -689,10 +697,10 @@ def _a_kind(value) -> str:
     """What kind of thing `value` is, for a message: `a tensor`, `a NumPy
     array`, `a list`, ..."""
     if is_tensor(value):
-        return "a tensor"
+        return message("a tensor")
     if isinstance(value, np.ndarray):
-        return "a NumPy array"
-    return f"a {type(value).__name__}"
+        return message("a NumPy array")
+    return message("a {type}", type=type(value).__name__)
 
 
 def _expect_array(name: str, inputs: Sequence, got) -> None:
@@ -857,8 +865,10 @@ def message(text: str, **fields) -> str:
     """A message of a checker, its `{fields}` filled in when it has some.
 
     Every problem, hint and verdict is built here (`fail` calls it), from its
-    format string: the one place where a translation is to be looked up.
+    format string: the one place where a translation is looked up (`_i18n`:
+    in Chinese, the catalog's template is filled in with the same fields).
     """
+    text = translate(text)
     return text.format(**fields) if fields else text
 
 

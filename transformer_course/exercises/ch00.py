@@ -14,10 +14,15 @@ __all__ = [
     "check_masked_mean",
 ]
 
-_KEEPDIMS_HINT = (
-    "the {what} have shape (n,), and NumPy broadcasts such an array along the "
-    "last axis, so element [i, j] was combined with the {what_one} of row j. "
-    "Keep the reduced axis: {fix}."
+_KEEPDIMS_SUMS = (
+    "the row sums have shape (n,), and NumPy broadcasts such an array along "
+    "the last axis, so element [i, j] was combined with the sum of row j. "
+    "Keep the reduced axis: matrix.sum(axis=1, keepdims=True)."
+)
+_KEEPDIMS_MAXIMA = (
+    "the row maxima have shape (n,), and NumPy broadcasts such an array along "
+    "the last axis, so element [i, j] was combined with the maximum of row j. "
+    "Keep the reduced axis: x.max(axis=1, keepdims=True)."
 )
 
 
@@ -48,12 +53,7 @@ ROW_NORMALISE = Exercise(
         ),
         Mistake(
             _square(lambda matrix: matrix / matrix.sum(axis=1)),
-            _KEEPDIMS_HINT,
-            fields=lambda matrix: {
-                "what": "row sums",
-                "what_one": "sum",
-                "fix": "matrix.sum(axis=1, keepdims=True)",
-            },
+            _KEEPDIMS_SUMS,
         ),
     ],
 )
@@ -134,12 +134,7 @@ LOGSUMEXP = Exercise(
                     + np.log(np.exp(x - x.max(axis=1)).sum(axis=1))
                 )
             ),
-            _KEEPDIMS_HINT,
-            fields=lambda x: {
-                "what": "row maxima",
-                "what_one": "maximum",
-                "fix": "x.max(axis=1, keepdims=True)",
-            },
+            _KEEPDIMS_MAXIMA,
         ),
     ],
 )

@@ -7,7 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from transformer_course.exercises._core import Exercise, Mistake, Refusal, fail
+from transformer_course.exercises._core import (
+    Exercise,
+    Mistake,
+    Refusal,
+    fail,
+    message,
+)
 
 __all__ = [
     "check_softmax",
@@ -191,9 +197,10 @@ def _forbidden_use(fn: Callable) -> str | None:
         return None
     names = _names_used(code)
     for name in sorted(names & _FORBIDDEN_NAMES.keys()):
-        return f"`{name}` ({_FORBIDDEN_NAMES[name]})"
+        what = message(_FORBIDDEN_NAMES[name])
+        return message("`{name}` ({what})", name=name, what=what)
     for name in sorted(names & _FORBIDDEN_MODULES):  # a local import
-        return f"`{name}`"
+        return message("`{name}`", name=name)
     found = {name: getattr(fn, "__globals__", {}).get(name) for name in names}
     for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
         try:
@@ -203,9 +210,12 @@ def _forbidden_use(fn: Callable) -> str | None:
     for name, value in sorted(found.items()):
         library = _library_of(value)
         if library is not None:
-            return f"`{name}` (from {library})"
+            return message(
+                "`{name}` (from {library})", name=name, library=library
+            )
         if getattr(value, "__name__", None) in _FORBIDDEN_NAMES:
-            return f"`{name}` ({_FORBIDDEN_NAMES[value.__name__]})"
+            what = message(_FORBIDDEN_NAMES[value.__name__])
+            return message("`{name}` ({what})", name=name, what=what)
     return None
 
 
@@ -224,7 +234,7 @@ def _by_hand(task: str) -> Callable:
                 "a softmax is two lines: e = np.exp(s - s.max(axis=-1, "
                 "keepdims=True)); e / e.sum(axis=-1, keepdims=True)."
             )
-            fail(name, problem, shown, hint, use=use, task=task)
+            fail(name, problem, shown, hint, use=use, task=message(task))
 
     return inspect
 
@@ -447,11 +457,13 @@ ADDITIVE_ATTENTION = Exercise(
         ),
         Mistake(
             lambda *case: _additive(*case, scale=np.sqrt(len(case[5]))),
-            _NO_SCALE.format(d="d"),
+            _NO_SCALE,
+            fields=lambda *case: {"d": "d"},
         ),
         Mistake(
             lambda *case: _additive(*case, scale=np.sqrt(case[1].shape[-1])),
-            _NO_SCALE.format(d="d_k"),
+            _NO_SCALE,
+            fields=lambda *case: {"d": "d_k"},
         ),
         Mistake(
             lambda *case: (

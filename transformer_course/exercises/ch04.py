@@ -14,6 +14,7 @@ from transformer_course.exercises._core import (
     describe,
     expect_returned,
     fail,
+    message,
 )
 
 __all__ = [
@@ -325,7 +326,8 @@ class _Sequence:
         return self.function(np.asarray(x, dtype=float))
 
     def __repr__(self) -> str:
-        return f"fn: {self.description}"
+        description = message(self.description)
+        return message("fn: {description}", description=description)
 
 
 def _softmax_rows(scores: np.ndarray) -> np.ndarray:

@@ -324,8 +324,6 @@ def _decoder_size(d: int, n: int, d_ff: int) -> int:
     return n * (2 * _attention(d) + _ffn(d, d_ff) + 3 * 2 * d)
 
 
-_MORE = "the embedding must have MORE parameters than the encoder"
-
 VOCAB_BREAK_EVEN = Exercise(
     name="vocab_break_even",
     success="encoder // d_model + 1 tokens outweigh the encoder.",
@@ -338,12 +336,14 @@ VOCAB_BREAK_EVEN = Exercise(
     mistakes=[
         Mistake(
             lambda d, n, d_ff: -(-_encoder(d, n, d_ff) // d),
-            _MORE + ", not as many: vocab * d_model > encoder.",
+            "the embedding must have MORE parameters than the encoder, not as "
+            "many: vocab * d_model > encoder.",
         ),
         Mistake(
             lambda d, n, d_ff: _encoder(d, n, d_ff) // d,
-            _MORE + ": the smallest vocab with vocab * d_model > encoder is "
-            "encoder // d_model + 1.",
+            "the embedding must have MORE parameters than the encoder: the "
+            "smallest vocab with vocab * d_model > encoder is encoder // "
+            "d_model + 1.",
         ),
         Mistake(
             lambda d, n, d_ff: _encoder(d, 1, d_ff) // d + 1,

@@ -319,6 +319,7 @@ def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
                 "made a batch of {n} whose padded {what} size is {padded} > "
                 "max_tokens={max_tokens}."
             )
+            what = message(what)
             fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
             fields["padded"] = padded(batch, side)
             fail(
@@ -527,7 +528,6 @@ def _one_number(name: str, shown, got):
     return got.reshape(())
 
 
-_OVER_TOKENS = "average over the non-padding tokens (divide by their number): "
 _PAD_ROWS = "rows whose label is <pad> must be left out of the mean."
 _PAD_IS_PAD_ID = "<pad> is pad_id, not 0."
 
@@ -583,17 +583,20 @@ ANNOTATED_SMOOTHING = Exercise(
         ),
         Mistake(
             _smoothing_variant(reduce="all"),
-            _OVER_TOKENS + "rows of padding count 0 in the sum, but not in "
-            "the mean's denominator B * T.",
+            "average over the non-padding tokens (divide by their number): "
+            "rows of padding count 0 in the sum, but not in the mean's "
+            "denominator B * T.",
         ),
         Mistake(
             _smoothing_variant(reduce="sentences"),
-            _OVER_TOKENS + "a mean per sentence, then over sentences, weighs "
-            "the tokens of short sentences more.",
+            "average over the non-padding tokens (divide by their number): a "
+            "mean per sentence, then over sentences, weighs the tokens of "
+            "short sentences more.",
         ),
         Mistake(
             _smoothing_variant(reduce="batch"),
-            _OVER_TOKENS + "not by the number of sentences.",
+            "average over the non-padding tokens (divide by their number), "
+            "not by the number of sentences.",
         ),
         Mistake(
             _smoothing_variant(log_probs=lambda x: x),
@@ -763,7 +766,7 @@ def _captured(name: str, shown, capture: Callable):
                 "no seeding and no draws in capture: random.getstate(), "
                 "np.random.get_state() and torch.get_rng_state() only read."
             )
-            fail(name, problem, shown, hint, what=what)
+            fail(name, problem, shown, hint, what=message(what))
     expect_returned(name, shown, state)
     return state
 
@@ -804,13 +807,16 @@ def _refused_by_load(name: str, shown, state, error: str) -> None:
     unsupported = re.search(r"Unsupported global: GLOBAL (\S+)", error)
     text = "torch.load: unsupported global {name}"
     details = [message(text, name=unsupported[1])] if unsupported else []
-    refuses = "returned a state that torch.load(weights_only=True) refuses"
     if found is None:
         hint = _unsafe_hint(np.zeros(0)) if "numpy" in error else None
-        fail(name, refuses + ".", shown, hint, details)
+        problem = "returned a state that torch.load(weights_only=True) refuses."
+        fail(name, problem, shown, hint, details)
     path, value = found
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    problem = refuses + ": {path} is a {kind}."
+    problem = (
+        "returned a state that torch.load(weights_only=True) refuses: {path} "
+        "is a {kind}."
+    )
     fail(
         name, problem, shown, _unsafe_hint(value), details, path=path, kind=kind
     )
@@ -839,7 +845,7 @@ def _expect_restored(name: str, shown, got, expected) -> None:
                 "capture and restore all three: random.getstate(), "
                 "np.random.get_state() and torch.get_rng_state()."
             )
-        fail(name, problem, shown, hint, what=what)
+        fail(name, problem, shown, hint, what=message(what))
 
 
 def check_rng_checkpoint(capture, restore: Callable | None = None) -> None:

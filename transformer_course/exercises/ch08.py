@@ -269,7 +269,9 @@ BREVITY_PENALTY_MULTI = Exercise(
     in_place=(
         "changed {what} in place (it is now {now}); leave the inputs as they "
         "were.",
-        "hyp_lens[i] must stay paired with ref_lens[i]; " + _CHANGED_LISTS_HINT,
+        "hyp_lens[i] must stay paired with ref_lens[i]; sort(), append(), "
+        "pop() and x[i] = change the caller's lists; build new ones "
+        "(sorted(...), a + [x], a copy).",
     ),
     agree=_close_number,
     explain=_explain_bp,
@@ -519,7 +521,8 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
     got_scores, got_parents, got_tokens = got
     best, parents, tokens = expected
     scores_known = known("scores", got_scores)
-    expect_close(name, shown, got_scores, best, scores_known, what="scores")
+    scores = message("scores")
+    expect_close(name, shown, got_scores, best, scores_known, what=scores)
     for what, values in [("parents", got_parents), ("tokens", got_tokens)]:
         if values.dtype.is_floating_point or values.dtype == torch.bool:
             problem = (

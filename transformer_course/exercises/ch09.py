@@ -162,9 +162,12 @@ def _merge_cases():
         q *= scale
         edges = list(itertools.pairwise([0, *cuts, T_k]))
         parts = [_partial(q, k[a:b], v[a:b]) for a, b in edges]
-        text = "{T_q} queries, {T_k} keys of width {d} in parts {parts}; the "
-        text += "last key is large" + (
-            "; scores in the thousands" * (scale > 1)
+        text = (
+            "{T_q} queries, {T_k} keys of width {d} in parts {parts}; the "
+            "last key is large; scores in the thousands"
+            if scale > 1
+            else "{T_q} queries, {T_k} keys of width {d} in parts {parts}; "
+            "the last key is large"
         )
         spans = ", ".join(f"{a}-{b - 1}" for a, b in edges)
         shown = [label(text, T_q=T_q, T_k=T_k, d=d, parts=spans)]
@@ -299,7 +302,15 @@ def _cache_mistakes(args, passed) -> list[tuple[int, str]]:
             value = mistake(want, args)
             if value is not None and hint not in hints.get(value, []):
                 hints.setdefault(value, []).append(hint)
-    return [(value, " Or: ".join(h)) for value, h in hints.items()]
+    return [(value, _either(h)) for value, h in hints.items()]
+
+
+def _either(hints: list[str]) -> str:
+    """Hints that fit the same answer, joined: "first Or: second"."""
+    joined = message(hints[0])
+    for other in hints[1:]:
+        joined = message("{hint} Or: {other}", hint=joined, other=message(other))
+    return joined
 
 
 def _as_bytes(got, want):
