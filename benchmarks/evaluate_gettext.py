@@ -1,22 +1,31 @@
 """Translate a held-out split of the gettext corpus and judge it against the obvious.
 
     python benchmarks/evaluate_gettext.py [--split test] [--model PATH]
-        [--beam 1] [--length-penalty 0.6] [--threads 2] [--out FILE]
+        [--beam B] [--length-penalty A] [--memory-threshold S] [--threads 2]
+        [--sample 200] [--limit N] [--out FILE]
 
 Decodes every message of the split (dev or test) with the model (by default the one
 that ships with the library): placeholders go in as tags and are put back. Beside
 it, three baselines that need no model: copy the English source; retrieval, the
 translation of the most similar training message; and retrieval with the source's
-own placeholders put in place of the retrieved message's. For each: BLEU
-(sacreBLEU, tokenize="zh"), chrF, chrF of the text between placeholders,
-placeholder accuracy and the share of outputs that loop; the model's difference
-from each baseline in BLEU and chrF with its 95 % paired-bootstrap interval (1,000
-resamples); and the scores per package of the split.
+own placeholders put in place of the retrieved message's. And the translator a
+localisation tool would make of the model: a translation memory in front of it
+(retrieval with placeholders put in where the nearest training message is at least
+--memory-threshold similar, the model elsewhere). For each: BLEU (sacreBLEU,
+tokenize="zh"), chrF, chrF of the text between placeholders, placeholder accuracy
+and the share of outputs that loop; the difference of the model, and of the memory
+with the model, from each baseline in BLEU and chrF with its 95 % paired-bootstrap
+interval (1,000 resamples); and the scores per package of the split.
 
 Choices (the number of updates, checkpoint averaging, greedy or beam, the length
-penalty) are made with --split dev; the test split is decoded once, with the
-choices made. --out defaults to benchmarks/results/gettext_<split>.json (the test
-file also records the model file's sha256, which chapter 7 checks).
+penalty, the memory's threshold) are made on dev by choose_gettext.py, which records
+them in benchmarks/results/gettext_dev_choices.json: they are this script's
+defaults. The test split is decoded once, with the choices made; its greedy
+translations are kept too (chapter 7 decodes greedily and checks a few of them),
+and a seeded sample of --sample messages is decoded greedily and with beam 4
+(length penalty 0.6) for chapter 8. --out defaults to
+benchmarks/results/gettext_<split>.json (the test file also records the model
+file's sha256, which chapter 7 checks).
 """
 
 import argparse
@@ -52,6 +61,24 @@ from transformer_course.translation import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "transformer_course" / "data" / GETTEXT_MODEL
+DEV_CHOICES = ROOT / "benchmarks" / "results" / "gettext_dev_choices.json"
+
+
+def dev_choices() -> dict:
+    """The decoding and the memory threshold chosen on dev
+    (choose_gettext.py), the defaults here; greedy and no memory without."""
+    if not DEV_CHOICES.exists():
+        return dict(beam=1, length_penalty=None, memory_threshold=1.01)
+    chosen = json.loads(DEV_CHOICES.read_text())
+    return dict(
+        beam=chosen["choice"]["beam"],
+        length_penalty=chosen["choice"]["length_penalty"],
+        memory_threshold=chosen["memory_threshold"],
+    )
+
+
+CHOSEN = dev_choices()
+MEMORY = "memory, else the model"
 
 
 def decode(model, tokenizer, sources, beam=1, length_penalty=0.6, batch=100):
@@ -84,8 +111,8 @@ def decode(model, tokenizer, sources, beam=1, length_penalty=0.6, batch=100):
     return texts
 
 
-def judge(pairs, systems: dict, model_name: str) -> dict:
-    """Scores of every system, the model's paired differences from each
+def judge(pairs, systems: dict, model_names) -> dict:
+    """Scores of every system, each model's paired differences from each
     baseline, and the scores per package."""
     sources = [p.source for p in pairs]
     references = [p.target for p in pairs]
@@ -97,15 +124,16 @@ def judge(pairs, systems: dict, model_name: str) -> dict:
         "differences": {},
         "packages": {},
     }
-    for name, out in systems.items():
-        if name == model_name:
-            continue
-        result["differences"][f"{model_name} - {name}"] = {
-            metric_name: paired_difference(
-                out, systems[model_name], references, metric
-            )
-            for metric_name, metric in (("BLEU", BLEU_ZH), ("chrF", CHRF))
-        }
+    for model_name in model_names:
+        for name, out in systems.items():
+            if name in model_names:
+                continue
+            result["differences"][f"{model_name} - {name}"] = {
+                metric_name: paired_difference(
+                    out, systems[model_name], references, metric
+                )
+                for metric_name, metric in (("BLEU", BLEU_ZH), ("chrF", CHRF))
+            }
     for package in sorted({p.package for p in pairs}):
         rows = [i for i, p in enumerate(pairs) if p.package == package]
         result["packages"][package] = {
@@ -123,8 +151,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("dev", "test"), default="test")
     parser.add_argument("--model", type=Path, default=SHIPPED)
-    parser.add_argument("--beam", type=int, default=1)
-    parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--beam", type=int, default=CHOSEN["beam"])
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=CHOSEN["length_penalty"] or 0.6,
+    )
+    parser.add_argument(
+        "--memory-threshold",
+        type=float,
+        default=CHOSEN["memory_threshold"],
+        help="the similarity from which the translation memory answers "
+        "instead of the model (above 1: never)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, help="the first N messages only")
@@ -170,14 +209,21 @@ def main(argv=None) -> None:
                     model, tokenizer, [sources[i] for i in ids], beam, 0.6
                 )
     retrieval = Retrieval(splits["train"])
+    similarity = [s for _, s in retrieval.nearest(sources)]
+    memory = retrieval.translate(sources, put_placeholders=True)
     systems = {
         "the trained model": translations,
+        MEMORY: [
+            m if s >= args.memory_threshold else t
+            for m, s, t in zip(memory, similarity, translations, strict=True)
+        ],
         "copy the source": sources,
         "retrieve the nearest": retrieval.translate(sources),
-        "retrieve, placeholders put in": retrieval.translate(
-            sources, put_placeholders=True
-        ),
+        "retrieve, placeholders put in": memory,
     }
+    models = ("the trained model", MEMORY)
+    if args.memory_threshold > 1:  # never used: the model alone
+        del systems[MEMORY]
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if args.beam > 1:
         decoding += f", length penalty {args.length_penalty}"
@@ -190,7 +236,10 @@ def main(argv=None) -> None:
         "decoding": decoding + ", max_len 2 T_src + 10",
         "seconds": round(seconds),
         "threads": args.threads,
-        **judge(pairs, systems, "the trained model"),
+        "memory_threshold": args.memory_threshold,
+        "memory_share": sum(s >= args.memory_threshold for s in similarity)
+        / len(sources),
+        **judge(pairs, systems, [n for n in models if n in systems]),
         "translations": translations,
         "greedy": greedy,  # the same as translations when greedy was chosen
         "sample": sample,  # beam 4 with length penalty 0.6
