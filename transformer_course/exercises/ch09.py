@@ -309,7 +309,9 @@ def _either(hints: list[str]) -> str:
     """Hints that fit the same answer, joined: "first Or: second"."""
     joined = message(hints[0])
     for other in hints[1:]:
-        joined = message("{hint} Or: {other}", hint=joined, other=message(other))
+        joined = message(
+            "{hint} Or: {other}", hint=joined, other=message(other)
+        )
     return joined
 
 
