@@ -18,6 +18,10 @@ BLEU, chrF, chrF of the text between placeholders, placeholders right, loops).
    where the most similar training message (retrieval's cosine) is at least a
    threshold similar, its translation, with the source's placeholders put in;
    elsewhere the model's translation; for each threshold of THRESHOLDS.
+4. the chosen weights decoded greedily with the constraints of the library's
+   translate(): each of the source's placeholder tags exactly as often
+   (keep_tags), and no n-gram of tokens twice (no_repeat_ngram = n), for each
+   setting of CONSTRAINTS.
 
 Each choice is the candidate with the highest dev chrF (BLEU breaks a tie); the
 file records every candidate, so that chapter 7 can show what the choice rested
@@ -44,6 +48,10 @@ LENGTH_PENALTIES = (0.6, 1.0)
 BEAM = 4
 # a similarity of 1.01: the memory is never used, the model alone
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01)
+# (keep_tags, no_repeat_ngram); (False, 0) is greedy unconstrained, step 1
+CONSTRAINTS = tuple(
+    (tags, n) for tags in (False, True) for n in (0, 2, 3, 4) if tags or n
+)
 
 
 def main(argv=None) -> None:
@@ -72,10 +80,19 @@ def main(argv=None) -> None:
 
     candidates, outputs = [], {}
 
-    def judge(name, weights, beam=1, length_penalty=0.6):
+    def judge(name, weights, beam=1, length_penalty=0.6, constraints=None):
         model.load_state_dict(weights)
         start = time.perf_counter()
-        out = decode(model, tokenizer, sources, beam, length_penalty)
+        keep_tags, no_repeat_ngram = constraints or (False, 0)
+        out = decode(
+            model,
+            tokenizer,
+            sources,
+            beam,
+            length_penalty,
+            keep_tags=keep_tags,
+            no_repeat_ngram=no_repeat_ngram,
+        )
         row = dict(
             name=name,
             checkpoints=[p.name for p in weights_of[name]],
@@ -84,6 +101,9 @@ def main(argv=None) -> None:
             seconds=round(time.perf_counter() - start),
             **scores(sources, out, references),
         )
+        if constraints:
+            row.update(keep_tags=keep_tags, no_repeat_ngram=no_repeat_ngram)
+            return row
         candidates.append(row)
         outputs[name, beam, row["length_penalty"]] = out
         print(
@@ -135,6 +155,13 @@ def main(argv=None) -> None:
             )
         )
     memory_choice = best(thresholds)
+    # the constraints of translate(), greedy, on the chosen weights
+    constrained = [dict(chosen, keep_tags=False, no_repeat_ngram=0)]
+    constrained += [
+        judge(chosen["name"], weights, constraints=setting)
+        for setting in CONSTRAINTS
+    ]
+    constraint_choice = best(constrained)
     args.out.write_text(
         json.dumps(
             dict(
@@ -145,6 +172,8 @@ def main(argv=None) -> None:
                 choice=choice,
                 memory_thresholds=thresholds,
                 memory_threshold=memory_choice["threshold"],
+                constraints=constrained,
+                constraint_choice=constraint_choice,
             ),
             ensure_ascii=False,
             indent=1,
@@ -166,6 +195,10 @@ def main(argv=None) -> None:
         choice["length_penalty"],
         "memory threshold",
         memory_choice["threshold"],
+        "keep tags",
+        constraint_choice["keep_tags"],
+        "no repeated n-gram",
+        constraint_choice["no_repeat_ngram"],
     )
 
 

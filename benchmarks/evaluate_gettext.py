@@ -2,13 +2,17 @@
 
     python benchmarks/evaluate_gettext.py [--split test] [--model PATH]
         [--beam B] [--length-penalty A] [--memory-threshold S] [--threads 2]
+        [--keep-tags 0|1] [--no-repeat-ngram N]
         [--sample 200] [--limit N] [--out FILE]
 
 Decodes every message of the split (dev or test) with the model (by default the one
 that ships with the library): placeholders go in as tags and are put back. Beside
 it, three baselines that need no model: copy the English source; retrieval, the
 translation of the most similar training message; and retrieval with the source's
-own placeholders put in place of the retrieved message's. And the translator a
+own placeholders put in place of the retrieved message's. The model is judged twice:
+its own greedy (or beam) choices, and constrained as the library's translate()
+decodes by default (each of the source's placeholder tags exactly as often, no
+n-gram of tokens twice; --keep-tags, --no-repeat-ngram). And the translator a
 localisation tool would make of the model: a translation memory in front of it
 (retrieval with placeholders put in where the nearest training message is at least
 --memory-threshold similar, the model elsewhere). For each: BLEU (sacreBLEU,
@@ -18,8 +22,8 @@ with the model, from each baseline in BLEU and chrF with its 95 % paired-bootstr
 interval (1,000 resamples); and the scores per package of the split.
 
 Choices (the number of updates, checkpoint averaging, greedy or beam, the length
-penalty, the memory's threshold) are made on dev by choose_gettext.py, which records
-them in benchmarks/results/gettext_dev_choices.json: they are this script's
+penalty, the memory's threshold, the constraints) are made on dev by
+choose_gettext.py, which records them in benchmarks/results/gettext_dev_choices.json: they are this script's
 defaults. The test split is decoded once, with the choices made; its greedy
 translations are kept too (chapter 7 decodes greedily and checks a few of them),
 and a seeded sample of --sample messages is decoded greedily and with beam 4
@@ -68,25 +72,53 @@ def dev_choices() -> dict:
     """The decoding and the memory threshold chosen on dev
     (choose_gettext.py), the defaults here; greedy and no memory without."""
     if not DEV_CHOICES.exists():
-        return dict(beam=1, length_penalty=None, memory_threshold=1.01)
+        return dict(
+            beam=1,
+            length_penalty=None,
+            memory_threshold=1.01,
+            keep_tags=False,
+            no_repeat_ngram=0,
+        )
     chosen = json.loads(DEV_CHOICES.read_text())
+    constraints = chosen.get("constraint_choice", {})  # none chosen yet
     return dict(
         beam=chosen["choice"]["beam"],
         length_penalty=chosen["choice"]["length_penalty"],
         memory_threshold=chosen["memory_threshold"],
+        keep_tags=constraints.get("keep_tags", False),
+        no_repeat_ngram=constraints.get("no_repeat_ngram", 0),
     )
 
 
 CHOSEN = dev_choices()
 MEMORY = "memory, else the model"
+CONSTRAINED = "the model, constrained"
 
 
-def decode(model, tokenizer, sources, beam=1, length_penalty=0.6, batch=100):
+def decode(
+    model,
+    tokenizer,
+    sources,
+    beam=1,
+    length_penalty=0.6,
+    batch=100,
+    keep_tags=False,
+    no_repeat_ngram=0,
+):
     """Translations of English strings: greedy (beam 1: the library's
-    translate(), as chapter 7 decodes) or beam search, in batches of similar
-    length, max_len 2 T_src + 10 tokens (translate() caps it at 80)."""
+    translate(), as chapter 7 decodes; by default unconstrained, the model's
+    own choices) or beam search, in batches of similar length, max_len
+    2 T_src + 10 tokens (translate() caps it at 80)."""
     if beam == 1:
-        return translate(model, tokenizer, sources)
+        return translate(
+            model,
+            tokenizer,
+            sources,
+            keep_tags=keep_tags,
+            no_repeat_ngram=no_repeat_ngram,
+        )
+    if keep_tags or no_repeat_ngram:
+        raise ValueError("the constraints are translate()'s: beam 1 only")
     ids = [
         tokenizer.encode(tag_placeholders(s)).ids + [EOS_ID] for s in sources
     ]
@@ -164,6 +196,20 @@ def main(argv=None) -> None:
         help="the similarity from which the translation memory answers "
         "instead of the model (above 1: never)",
     )
+    parser.add_argument(
+        "--keep-tags",
+        type=int,
+        choices=(0, 1),
+        default=int(CHOSEN["keep_tags"]),
+        help="the constrained translation: 1 keeps each of the source's tags "
+        "exactly as often",
+    )
+    parser.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=CHOSEN["no_repeat_ngram"],
+        help="the constrained translation: no n-gram of tokens twice (0: off)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, help="the first N messages only")
@@ -194,6 +240,13 @@ def main(argv=None) -> None:
         if args.beam == 1
         else decode(model, tokenizer, sources, 1, args.length_penalty)
     )
+    constrained = decode(
+        model,
+        tokenizer,
+        sources,
+        keep_tags=bool(args.keep_tags),
+        no_repeat_ngram=args.no_repeat_ngram,
+    )
     sample = {}
     if args.sample:
         n = min(args.sample, len(pairs))
@@ -213,6 +266,7 @@ def main(argv=None) -> None:
     memory = retrieval.translate(sources, put_placeholders=True)
     systems = {
         "the trained model": translations,
+        CONSTRAINED: constrained,
         MEMORY: [
             m if s >= args.memory_threshold else t
             for m, s, t in zip(memory, similarity, translations, strict=True)
@@ -221,9 +275,11 @@ def main(argv=None) -> None:
         "retrieve the nearest": retrieval.translate(sources),
         "retrieve, placeholders put in": memory,
     }
-    models = ("the trained model", MEMORY)
+    models = ("the trained model", CONSTRAINED, MEMORY)
     if args.memory_threshold > 1:  # never used: the model alone
         del systems[MEMORY]
+    if not (args.keep_tags or args.no_repeat_ngram):  # no constraint
+        del systems[CONSTRAINED]
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if args.beam > 1:
         decoding += f", length penalty {args.length_penalty}"
@@ -234,6 +290,10 @@ def main(argv=None) -> None:
         "record": record.get("record"),
         "averaged": record.get("averaged"),
         "decoding": decoding + ", max_len 2 T_src + 10",
+        "constraints": dict(
+            keep_tags=bool(args.keep_tags),
+            no_repeat_ngram=args.no_repeat_ngram,
+        ),
         "seconds": round(seconds),
         "threads": args.threads,
         "memory_threshold": args.memory_threshold,
@@ -242,6 +302,7 @@ def main(argv=None) -> None:
         **judge(pairs, systems, [n for n in models if n in systems]),
         "translations": translations,
         "greedy": greedy,  # the same as translations when greedy was chosen
+        "constrained": constrained,  # greedy with the constraints
         "sample": sample,  # beam 4 with length penalty 0.6
     }
     out.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
