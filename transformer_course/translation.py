@@ -376,7 +376,7 @@ def greedy_translate(
 # how translate() decodes unless told otherwise: chosen on the dev packages
 # (benchmarks/choose_gettext.py, benchmarks/results/gettext_dev_choices.json)
 KEEP_TAGS = True
-NO_REPEAT_NGRAM = 3
+NO_REPEAT_NGRAM = 2
 
 
 def translate(
