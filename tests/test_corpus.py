@@ -639,3 +639,27 @@ def test_a_model_of_another_corpus_is_refused(tmp_path):
         CorpusError, match="not a model that save_translation_model wrote"
     ):
         load_translation_model(path)
+
+
+def test_every_data_file_of_the_package_is_package_data():
+    """A wheel (what Colab installs) holds only the files package-data names:
+    catalog_sources.json was once missing from it, and chapter 7 broke."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]
+    patterns = setuptools["setuptools"]["package-data"]["transformer_course"]
+    package = root / "transformer_course"
+    data = [
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*")
+        if path.is_file()
+        and path.suffix not in {".py", ".pyc"}
+        and "__pycache__" not in path.parts
+    ]
+    assert "data/catalog_sources.json" in data
+    missing = [
+        p for p in data if not any(fnmatch.fnmatch(p, g) for g in patterns)
+    ]
+    assert not missing, missing
