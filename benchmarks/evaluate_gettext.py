@@ -1,16 +1,35 @@
-"""Translate the gettext corpus's test split with the model that ships with the library.
+"""Translate a held-out split of the gettext corpus and judge it against the obvious.
 
-    python benchmarks/evaluate_gettext.py [--threads 2] [--beam-sample 200]
+    python benchmarks/evaluate_gettext.py [--split test] [--model PATH]
+        [--beam B] [--length-penalty A] [--memory-threshold S] [--threads 2]
+        [--keep-tags 0|1] [--no-repeat-ngram N]
+        [--sample 200] [--limit N] [--out FILE]
 
-Greedy decoding of all test messages takes minutes on a CPU, more than the book's CI
-allows a chapter, so it is done once, here, and written to
-benchmarks/results/gettext_test.json with the sha256 of the model file it used;
-chapter 7 reads the file, checks that digest against the model it loads, and
-translates a sample again to check that the file is this model's output.
+Decodes every message of the split (dev or test) with the model (by default the one
+that ships with the library): placeholders go in as tags and are put back. Beside
+it, three baselines that need no model: copy the English source; retrieval, the
+translation of the most similar training message; and retrieval with the source's
+own placeholders put in place of the retrieved message's. The model is judged twice:
+its own greedy (or beam) choices, and constrained as the library's translate()
+decodes by default (each of the source's placeholder tags exactly as often, no
+n-gram of tokens twice; --keep-tags, --no-repeat-ngram). And the translator a
+localisation tool would make of the model: a translation memory in front of it
+(retrieval with placeholders put in where the nearest training message is at least
+--memory-threshold similar, the model elsewhere). For each: BLEU (sacreBLEU,
+tokenize="zh"), chrF, chrF of the text between placeholders, placeholder accuracy
+and the share of outputs that loop; the difference of the model, and of the memory
+with the model, from each baseline in BLEU and chrF with its 95 % paired-bootstrap
+interval (1,000 resamples); and the scores per package of the split.
 
-For chapter 8 it also decodes a seeded sample of the test messages with chapter 8's
-greedy_decode and beam_search (beam 4, length penalty 0.6), and writes their scores
-and outputs under "beam".
+Choices (the number of updates, checkpoint averaging, greedy or beam, the length
+penalty, the memory's threshold, the constraints) are made on dev by
+choose_gettext.py, which records them in benchmarks/results/gettext_dev_choices.json: they are this script's
+defaults. The test split is decoded once, with the choices made; its greedy
+translations are kept too (chapter 7 decodes greedily and checks a few of them),
+and a seeded sample of --sample messages is decoded greedily and with beam 4
+(length penalty 0.6) for chapter 8. --out defaults to
+benchmarks/results/gettext_<split>.json (the test file also records the model
+file's sha256, which chapter 7 checks).
 """
 
 import argparse
@@ -18,130 +37,283 @@ import hashlib
 import json
 import random
 import time
-from importlib import resources
 from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from transformer_course import beam_search, greedy_decode
+from transformer_course import beam_search
 from transformer_course.corpus import (
     CORPUS_DIGEST,
     EOS_ID,
     PAD_ID,
     gettext_corpus,
+    placeholders,
+    tag_placeholders,
+    untag_placeholders,
 )
 from transformer_course.translation import (
+    BLEU_ZH,
+    CHRF,
     GETTEXT_MODEL,
     Retrieval,
     load_translation_model,
+    paired_difference,
     scores,
     translate,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results" / "gettext_test.json"
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "transformer_course" / "data" / GETTEXT_MODEL
+DEV_CHOICES = ROOT / "benchmarks" / "results" / "gettext_dev_choices.json"
 
 
-def model_sha256() -> str:
-    path = resources.files("transformer_course") / "data" / GETTEXT_MODEL
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def dev_choices() -> dict:
+    """The decoding and the memory threshold chosen on dev
+    (choose_gettext.py), the defaults here; greedy and no memory without."""
+    if not DEV_CHOICES.exists():
+        return dict(
+            beam=1,
+            length_penalty=None,
+            memory_threshold=1.01,
+            keep_tags=False,
+            no_repeat_ngram=0,
+        )
+    chosen = json.loads(DEV_CHOICES.read_text())
+    constraints = chosen.get("constraint_choice", {})  # none chosen yet
+    return dict(
+        beam=chosen["choice"]["beam"],
+        length_penalty=chosen["choice"]["length_penalty"],
+        memory_threshold=chosen["memory_threshold"],
+        keep_tags=constraints.get("keep_tags", False),
+        no_repeat_ngram=constraints.get("no_repeat_ngram", 0),
+    )
 
 
-def decode_ids(tokenizer, rows) -> list[str]:
-    """Output ids (no <bos>, padded after <eos>) -> text."""
-    texts = []
-    for row in rows:
-        row = row[: row.index(EOS_ID)] if EOS_ID in row else row
-        texts.append(tokenizer.decode([i for i in row if i != PAD_ID]))
-    return texts
+CHOSEN = dev_choices()
+MEMORY = "memory, else the model"
+CONSTRAINED = "the model, constrained"
 
 
-def batches(tokenizer, sources, batch_size=100):
-    """Padded source batches in the order given, each with its max_len
-    (2 T_src + 10): how chapter 8's decoders are run on English strings."""
-    for start in range(0, len(sources), batch_size):
-        ids = [
-            tokenizer.encode(s).ids + [EOS_ID]
-            for s in sources[start : start + batch_size]
-        ]
+def decode(
+    model,
+    tokenizer,
+    sources,
+    beam=1,
+    length_penalty=0.6,
+    batch=100,
+    keep_tags=False,
+    no_repeat_ngram=0,
+):
+    """Translations of English strings: greedy (beam 1: the library's
+    translate(), as chapter 7 decodes; by default unconstrained, the model's
+    own choices) or beam search, in batches of similar length, max_len
+    2 T_src + 10 tokens (translate() caps it at 80)."""
+    if beam == 1:
+        return translate(
+            model,
+            tokenizer,
+            sources,
+            keep_tags=keep_tags,
+            no_repeat_ngram=no_repeat_ngram,
+        )
+    if keep_tags or no_repeat_ngram:
+        raise ValueError("the constraints are translate()'s: beam 1 only")
+    ids = [
+        tokenizer.encode(tag_placeholders(s)).ids + [EOS_ID] for s in sources
+    ]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    texts = [""] * len(ids)
+    for start in range(0, len(order), batch):
+        rows = order[start : start + batch]
         src = pad_sequence(
-            [torch.tensor(i) for i in ids],
+            [torch.tensor(ids[i]) for i in rows],
             batch_first=True,
             padding_value=PAD_ID,
         )
-        yield src, 2 * src.size(1) + 10
+        max_len = 2 * src.size(1) + 10
+        with torch.no_grad():
+            out = beam_search(
+                model, src, beam, max_len, length_penalty=length_penalty
+            )
+        for i, row in zip(rows, out.tolist(), strict=True):
+            row = row[: row.index(EOS_ID)] if EOS_ID in row else row
+            text = tokenizer.decode([t for t in row if t != PAD_ID])
+            texts[i] = untag_placeholders(text, placeholders(sources[i]))
+    return texts
 
 
-def chapter8_decoders(model, tokenizer, sources, batch_size=100) -> dict:
-    """Greedy and beam search of chapter 8 on English strings."""
-    outputs = {"greedy": [], "beam 4": []}
-    for src, max_len in batches(tokenizer, sources, batch_size):
-        outputs["greedy"] += decode_ids(
-            tokenizer, greedy_decode(model, src, max_len).tolist()
-        )
-        beams = beam_search(
-            model, src, beam_size=4, max_len=max_len, length_penalty=0.6
-        )
-        outputs["beam 4"] += decode_ids(tokenizer, beams.tolist())
-    return outputs
+def judge(pairs, systems: dict, model_names) -> dict:
+    """Scores of every system, each model's paired differences from each
+    baseline, and the scores per package."""
+    sources = [p.source for p in pairs]
+    references = [p.target for p in pairs]
+    result = {
+        "scores": {
+            name: scores(sources, out, references)
+            for name, out in systems.items()
+        },
+        "differences": {},
+        "packages": {},
+    }
+    for model_name in model_names:
+        for name, out in systems.items():
+            if name in model_names:
+                continue
+            result["differences"][f"{model_name} - {name}"] = {
+                metric_name: paired_difference(
+                    out, systems[model_name], references, metric
+                )
+                for metric_name, metric in (("BLEU", BLEU_ZH), ("chrF", CHRF))
+            }
+    for package in sorted({p.package for p in pairs}):
+        rows = [i for i, p in enumerate(pairs) if p.package == package]
+        result["packages"][package] = {
+            name: scores(
+                [sources[i] for i in rows],
+                [out[i] for i in rows],
+                [references[i] for i in rows],
+            )
+            for name, out in systems.items()
+        }
+    return result
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=("dev", "test"), default="test")
+    parser.add_argument("--model", type=Path, default=SHIPPED)
+    parser.add_argument("--beam", type=int, default=CHOSEN["beam"])
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=CHOSEN["length_penalty"] or 0.6,
+    )
+    parser.add_argument(
+        "--memory-threshold",
+        type=float,
+        default=CHOSEN["memory_threshold"],
+        help="the similarity from which the translation memory answers "
+        "instead of the model (above 1: never)",
+    )
+    parser.add_argument(
+        "--keep-tags",
+        type=int,
+        choices=(0, 1),
+        default=int(CHOSEN["keep_tags"]),
+        help="the constrained translation: 1 keeps each of the source's tags "
+        "exactly as often",
+    )
+    parser.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=CHOSEN["no_repeat_ngram"],
+        help="the constrained translation: no n-gram of tokens twice (0: off)",
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--beam-sample", type=int, default=200)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--limit", type=int, help="the first N messages only")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=200,
+        help="also decode a seeded sample of N messages greedily and with "
+        "beam 4 (chapter 8 compares them); 0: none",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    splits = gettext_corpus()
-    test = splits["test"]
-    sources = [p.source for p in test]
-    references = [p.target for p in test]
-    model, tokenizer, record = load_translation_model()
-    start = time.perf_counter()
-    outputs = translate(model, tokenizer, sources)
-    seconds = time.perf_counter() - start
-    retrieved = Retrieval(splits["train"]).translate(sources)
-    document = {
-        "corpus_digest": CORPUS_DIGEST,
-        "model_sha256": model_sha256(),
-        "updates": record["train_config"]["updates"],
-        "decoding": "greedy, batched by source length, max_len 80",
-        "seconds": seconds,
-        "threads": args.threads,
-        "scores": {
-            "copy the source": scores(sources, sources, references),
-            "retrieve the nearest": scores(sources, retrieved, references),
-            "the trained model": scores(sources, outputs, references),
-        },
-        "translations": outputs,
-    }
-    sample = sorted(random.Random(0).sample(range(len(test)), args.beam_sample))
-    start = time.perf_counter()
-    decoded = chapter8_decoders(model, tokenizer, [sources[i] for i in sample])
-    document["beam"] = {
-        "sample": sample,  # indices into the test split, seeded
-        "seconds": time.perf_counter() - start,
-        "scores": {
-            name: scores(
-                [sources[i] for i in sample],
-                out,
-                [references[i] for i in sample],
-            )
-            for name, out in decoded.items()
-        },
-        "translations": decoded,
-    }
-    args.out.write_text(
-        json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    out = (
+        args.out
+        or ROOT / "benchmarks" / "results" / f"gettext_{args.split}.json"
     )
+    splits = gettext_corpus()
+    pairs = splits[args.split][: args.limit]
+    sources = [p.source for p in pairs]
+    model, tokenizer, record = load_translation_model(args.model)
+    start = time.perf_counter()
+    translations = decode(
+        model, tokenizer, sources, args.beam, args.length_penalty
+    )
+    seconds = time.perf_counter() - start
+    greedy = (
+        translations
+        if args.beam == 1
+        else decode(model, tokenizer, sources, 1, args.length_penalty)
+    )
+    constrained = decode(
+        model,
+        tokenizer,
+        sources,
+        keep_tags=bool(args.keep_tags),
+        no_repeat_ngram=args.no_repeat_ngram,
+    )
+    sample = {}
+    if args.sample:
+        n = min(args.sample, len(pairs))
+        ids = sorted(random.Random(0).sample(range(len(pairs)), n))
+        sample["ids"] = ids
+        for name, beam in (("greedy", 1), ("beam 4", 4)):
+            if beam == 1:
+                sample[name] = [greedy[i] for i in ids]
+            elif beam == args.beam and args.length_penalty == 0.6:
+                sample[name] = [translations[i] for i in ids]
+            else:
+                sample[name] = decode(
+                    model, tokenizer, [sources[i] for i in ids], beam, 0.6
+                )
+    retrieval = Retrieval(splits["train"])
+    similarity = [s for _, s in retrieval.nearest(sources)]
+    memory = retrieval.translate(sources, put_placeholders=True)
+    systems = {
+        "the trained model": translations,
+        CONSTRAINED: constrained,
+        MEMORY: [
+            m if s >= args.memory_threshold else t
+            for m, s, t in zip(memory, similarity, translations, strict=True)
+        ],
+        "copy the source": sources,
+        "retrieve the nearest": retrieval.translate(sources),
+        "retrieve, placeholders put in": memory,
+    }
+    models = ("the trained model", CONSTRAINED, MEMORY)
+    if args.memory_threshold > 1:  # never used: the model alone
+        del systems[MEMORY]
+    if not (args.keep_tags or args.no_repeat_ngram):  # no constraint
+        del systems[CONSTRAINED]
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    if args.beam > 1:
+        decoding += f", length penalty {args.length_penalty}"
+    document = {
+        "split": args.split,
+        "corpus_digest": CORPUS_DIGEST,
+        "model_sha256": hashlib.sha256(args.model.read_bytes()).hexdigest(),
+        "record": record.get("record"),
+        "averaged": record.get("averaged"),
+        "decoding": decoding + ", max_len 2 T_src + 10",
+        "constraints": dict(
+            keep_tags=bool(args.keep_tags),
+            no_repeat_ngram=args.no_repeat_ngram,
+        ),
+        "seconds": round(seconds),
+        "threads": args.threads,
+        "memory_threshold": args.memory_threshold,
+        "memory_share": sum(s >= args.memory_threshold for s in similarity)
+        / len(sources),
+        **judge(pairs, systems, [n for n in models if n in systems]),
+        "translations": translations,
+        "greedy": greedy,  # the same as translations when greedy was chosen
+        "constrained": constrained,  # greedy with the constraints
+        "sample": sample,  # beam 4 with length penalty 0.6
+    }
+    out.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
     for name, figures in document["scores"].items():
-        print(f"{name:<22}", {k: round(v, 1) for k, v in figures.items()})
-    for name, figures in document["beam"]["scores"].items():
+        print(f"{name:<30}", {k: round(v, 1) for k, v in figures.items()})
+    for name, metrics in document["differences"].items():
         print(
-            f"sample, {name:<14}", {k: round(v, 1) for k, v in figures.items()}
+            f"{name:<50}",
+            {m: [round(x, 1) for x in v] for m, v in metrics.items()},
         )
-    print(f"{len(outputs)} translations in {seconds:.0f} s; wrote {args.out}")
+    print(f"{len(pairs)} messages ({decoding}) in {seconds:.0f} s; wrote {out}")
 
 
 if __name__ == "__main__":

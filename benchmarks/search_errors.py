@@ -1,16 +1,17 @@
 """Search errors or model errors? Beam sizes 1 to 32 at three length penalties.
 
-    python benchmarks/search_errors.py [--threads 2]
-        [--write benchmarks/results]
+    python benchmarks/search_errors.py [--threads 2] [--model PATH]
+        [--beams 1 2 4 8 16 32] [--write benchmarks/results]
 
-On the model that ships with the library and the same seeded sample of 200
-test messages as benchmarks/evaluate_gettext.py, chapter 8's beam_search (the
-exact stop, chapter 9's KV cache) with beam sizes 1, 2, 4, 8, 16 and 32, at
-alpha 0, 0.6 and 1. For each: BLEU and chrF (sacreBLEU, tokenize="zh"), the
+On the model that ships with the library (or --model) and the same seeded
+sample of 200 test messages as benchmarks/evaluate_gettext.py, decoded as it
+decodes them (placeholders in as tags and put back after; beam_stopping.py's
+batches), chapter 8's beam_search (the exact stop, chapter 9's KV cache) with
+beam sizes 1, 2, 4, 8, 16 and 32 (or --beams), at alpha 0, 0.6 and 1. For each: BLEU and chrF (sacreBLEU, tokenize="zh"), the
 mean length in characters, the share of empty outputs (<eos> first) and of
 cut-off ones (no <eos> by max_len), and the model's own score of every output,
 log P(y | x) / lp(|y|) at that alpha, computed again from one teacher-forced
-pass (|y| counts the <eos>). With it, the two kinds of error of Stahlberg and
+pass (|y| counts the <eos>; the output's tokens, tags included). With it, the two kinds of error of Stahlberg and
 Byrne (2019):
 
 - a search error: the output scores below another sentence the model rates
@@ -28,14 +29,19 @@ DIR/search_errors.json (with every output and score) and a Markdown table.
 """
 
 import argparse
-import json
-import random
+import hashlib
 import statistics
 import time
 from pathlib import Path
 
 import torch
-from evaluate_gettext import RESULTS, batches, decode_ids, model_sha256
+from beam_stopping import (
+    SHIPPED,
+    batches,
+    check_committed,
+    decode_ids,
+    test_sample,
+)
 from results_files import write_results
 from torch.nn.utils.rnn import pad_sequence
 
@@ -45,7 +51,12 @@ from transformer_course import (
     beam_search,
     sequence_log_prob,
 )
-from transformer_course.corpus import EOS_ID, PAD_ID, gettext_corpus
+from transformer_course.corpus import (
+    EOS_ID,
+    PAD_ID,
+    placeholders,
+    tag_placeholders,
+)
 from transformer_course.decoding import gnmt_length_penalty
 from transformer_course.translation import load_translation_model, scores
 
@@ -96,48 +107,49 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write", type=Path)
+    parser.add_argument("--model", type=Path, default=SHIPPED)
+    parser.add_argument("--beams", type=int, nargs="+", default=BEAMS)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    model, tokenizer, _ = load_translation_model()
+    began = time.perf_counter()
+    beams = tuple(args.beams)
+    model, tokenizer, _ = load_translation_model(args.model)
     model.eval()
-    test = gettext_corpus()["test"]
-    sample = sorted(random.Random(0).sample(range(len(test)), SAMPLE))
-    sources = [test[i].source for i in sample]
-    references = [test[i].target for i in sample]
+    sample, sources, references = test_sample()
     src_batches = list(batches(tokenizer, sources))
-    first, max_len = src_batches[0]
+    first_rows, first, max_len = src_batches[0]
     check_scoring(  # on ten outputs of beam 4 and their references
         model,
         first[:10],
         [cut(r) for r in beam_search(model, first[:10], 4, max_len).tolist()],
     )
-    check_scoring(
-        model,
-        first[:10],
-        [tokenizer.encode(t).ids + [EOS_ID] for t in references[:10]],
-    )
-    # the references as the model would write them, and their log P
-    ref_ids = [tokenizer.encode(t).ids + [EOS_ID] for t in references]
-    ref_log_p, max_lens, start = [], [], 0
-    for src, max_len in src_batches:
-        stop = start + src.size(0)
-        ref_log_p += log_probs_of(model, src, ref_ids[start:stop])
-        max_lens += [max_len] * src.size(0)
-        start = stop
+    # the references as the model would write them (placeholders tagged as
+    # in their sources), and their log P
+    ref_ids = [
+        tokenizer.encode(tag_placeholders(t, placeholders(s))).ids + [EOS_ID]
+        for s, t in zip(sources, references, strict=True)
+    ]
+    check_scoring(model, first[:10], [ref_ids[i] for i in first_rows[:10]])
+    ref_log_p, max_lens = [0.0] * SAMPLE, [0] * SAMPLE
+    for rows, src, max_len in src_batches:
+        scored = log_probs_of(model, src, [ref_ids[i] for i in rows])
+        for i, p in zip(rows, scored, strict=True):
+            ref_log_p[i], max_lens[i] = p, max_len
     runs = {}
     for alpha in ALPHAS:
-        for beam in BEAMS:
-            began = time.perf_counter()
-            ids, log_p = [], []
-            for src, max_len in src_batches:
+        for beam in beams:
+            start = time.perf_counter()
+            ids, log_p = [None] * SAMPLE, [0.0] * SAMPLE
+            for rows, src, max_len in src_batches:
                 out = beam_search(
                     model, src, beam, max_len, alpha, DecoderCache
                 )
-                rows = [cut(row) for row in out.tolist()]
-                ids += rows
-                log_p += log_probs_of(model, src, rows)
+                outputs = [cut(row) for row in out.tolist()]
+                scored = log_probs_of(model, src, outputs)
+                for i, y, p in zip(rows, outputs, scored, strict=True):
+                    ids[i], log_p[i] = y, p
             runs[alpha, beam] = {
-                "seconds": time.perf_counter() - began,
+                "seconds": time.perf_counter() - start,
                 "ids": ids,
                 "log P": log_p,
                 "rank": [
@@ -147,21 +159,25 @@ def main(argv=None) -> None:
             }
             print(
                 f"alpha {alpha}, beam {beam}: "
-                f"{runs[alpha, beam]['seconds']:.0f} s"
+                f"{runs[alpha, beam]['seconds']:.0f} s",
+                flush=True,
             )
     rows = {}
     for alpha in ALPHAS:
         best = [
-            max(runs[alpha, beam]["rank"][i] for beam in BEAMS)
+            max(runs[alpha, beam]["rank"][i] for beam in beams)
             for i in range(SAMPLE)
         ]
         ref_rank = [
             rank(p, len(y), alpha)
             for p, y in zip(ref_log_p, ref_ids, strict=True)
         ]
-        for beam in BEAMS:
+        for beam in beams:
             run = runs[alpha, beam]
-            texts = decode_ids(tokenizer, run["ids"])
+            texts = [
+                decode_ids(tokenizer, y, source)
+                for y, source in zip(run["ids"], sources, strict=True)
+            ]
             s = scores(sources, texts, references)
             mine = run["rank"]
             rows[f"alpha {alpha}, beam {beam}"] = {
@@ -193,10 +209,13 @@ def main(argv=None) -> None:
     reference_fits = sum(
         len(y) <= m for y, m in zip(ref_ids, max_lens, strict=True)
     )
-    committed = json.loads(RESULTS.read_text())["beam"]
-    if committed["sample"] == sample:  # evaluate_gettext.py's beam 4 outputs
-        same = rows["alpha 0.6, beam 4"]["translations"]
-        assert same == committed["translations"]["beam 4"], "not this model's"
+    checked = (
+        check_committed(
+            args.model, sample, rows["alpha 0.6, beam 4"]["translations"]
+        )
+        if 4 in beams
+        else None
+    )
     table = [
         f"{SAMPLE} test messages of the gettext corpus (evaluate_gettext.py's "
         "sample); beam_search with the exact stop. Shares of the messages: "
@@ -236,8 +255,12 @@ def main(argv=None) -> None:
             "search_errors",
             "benchmarks/search_errors.py",
             {
-                "model_sha256": model_sha256(),
+                "model_sha256": hashlib.sha256(
+                    args.model.read_bytes()
+                ).hexdigest(),
+                "same as gettext_test.json": checked,
                 "sample": sample,
+                "beams": beams,
                 "tie": TIE,
                 "references": {
                     "log P": ref_log_p,
@@ -248,6 +271,7 @@ def main(argv=None) -> None:
             },
             table,
         )
+    print(f"{time.perf_counter() - began:.0f} s in all")
 
 
 if __name__ == "__main__":

