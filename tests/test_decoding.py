@@ -3,7 +3,9 @@
 the exact stop equal to the search run to max_len, batched equal to one
 sentence at a time, sampling's draws counted against its distribution."""
 
+import itertools
 import math
+import random
 
 import pytest
 import torch
@@ -700,6 +702,56 @@ def test_n_best_waits_for_the_nth_hypothesis():
         model, src, 2, 12, 0.0, n_best=2, stopping="max_len"
     )
     assert torch.equal(out, to_max_len)
+
+
+def three_tokens(source, prefix):
+    """<eos>, 3 or 4, with probabilities drawn from (source, prefix)."""
+    generator = random.Random(f"{source} {prefix}")  # no ties, in practice
+    weights = [0.05 + generator.random() for _ in range(3)]
+    total = sum(weights)
+    return {t: w / total for t, w in zip((EOS, 3, 4), weights, strict=True)}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("min_len", [0, 2])
+def test_n_best_of_a_beam_as_wide_as_the_tree_is_exhaustive_search(
+    alpha, min_len
+):
+    """Three possible tokens, max_len 4: at most 2**4 = 16 live hypotheses,
+    so a beam of 16 keeps every one, and its 16 best must be the 16 best of
+    all the outputs, each ranked by hand from the script's probabilities."""
+    model = ScriptedModel(16, three_tokens)
+    max_len, src = 4, torch.tensor([[5], [6]])
+    out, scores = beam_search(
+        model,
+        src,
+        16,
+        max_len,
+        alpha,
+        min_len=min_len,
+        n_best=16,
+        return_scores=True,
+    )
+    for b, source in enumerate((5, 6)):
+        outputs = [  # those ending in <eos>, and those cut at max_len
+            (*words, EOS)
+            for length in range(min_len + 1, max_len + 1)
+            for words in itertools.product((3, 4), repeat=length - 1)
+        ] + list(itertools.product((3, 4), repeat=max_len))
+        ranked = []
+        for output in outputs:
+            log_p = sum(
+                math.log(three_tokens(source, output[:t])[token])
+                for t, token in enumerate(output)
+            )
+            lp = gnmt_length_penalty(len(output), alpha)
+            ranked.append((log_p / lp, output))
+        ranked.sort(reverse=True)
+        found = [tuple(t for t in row if t != PAD) for row in out[b].tolist()]
+        assert found == [output for _, output in ranked[:16]]
+        assert scores[b].tolist() == pytest.approx(
+            [rank for rank, _ in ranked[:16]], rel=1e-5
+        )
 
 
 @pytest.mark.parametrize("min_len", [1, 3, 6])

@@ -131,7 +131,7 @@ def greedy_decode(model, src, max_len: int, cache=NoCache) -> torch.Tensor:
     Rows hold the tokens after <bos> (not included), up to and including
     <eos> (if emitted within max_len tokens), then pad_id; the tensor is as
     wide as its longest row. Never <pad> or <bos> (see choosable). cache: the
-    step interface (chapter 9 passes its DecoderCache; the same tokens).
+    step interface (chapter 9's DecoderCache: equal up to round-off).
     """
     check_decoding_args(model, src, max_len, cache=cache)
     return _token_by_token(
@@ -251,7 +251,7 @@ def beam_search(
     search run to max_len; beam_size=1 gives greedy_decode's tokens at
     length_penalty=0 (with alpha > 0 it may search on past an <eos>).
     stopping: one of STOPPING_RULES (the others, to compare them).
-    cache: the step interface (chapter 9's DecoderCache: the same tokens).
+    cache: the step interface (chapter 9's DecoderCache: up to round-off).
     max_len: an integer, or (a, b): a * T_src + b tokens for each sentence.
     min_len: no <eos> before min_len tokens (fairseq's min_len).
     n_best: the n best hypotheses of each sentence, (B, n, width), best first
