@@ -190,6 +190,33 @@ def test_a_plural_entry_pairs_the_english_plural(tmp_path):
     assert len(pairs) == 1  # same placeholders on both sides: kept
 
 
+def test_bare_zh_catalogs_are_read_except_for_the_first_corpus_sources(
+    tmp_path,
+):
+    def catalog(package, language, english, chinese):
+        folder = tmp_path / package / language / "LC_MESSAGES"
+        folder.mkdir(parents=True)
+        (folder / "django.po").write_text(
+            'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+            f'msgid "{english}"\nmsgstr "{chinese}"\n',
+            encoding="utf-8",
+        )
+
+    for package in ("wagtail", "other"):
+        catalog(package, "zh_Hans", "Save", "保存")
+        catalog(package, "zh", "Delete", "删除")
+    sources = [
+        CatalogSource(p, "1", "0" * 64, "MIT") for p in ("wagtail", "other")
+    ]
+    read = {(e.package, e.source) for e in read_catalogs(tmp_path, sources)}
+    # the shipped corpus read wagtail's (and django-cms's) zh_Hans only
+    assert read == {
+        ("wagtail", "Save"),
+        ("other", "Save"),
+        ("other", "Delete"),
+    }
+
+
 def test_traditional_characters_are_told_from_simplified():
     assert outside_gb2312(["这个文件已删除", "设置"]) == 0
     assert outside_gb2312(["這個檔案已刪除", "設定"]) > 0.3
