@@ -183,7 +183,7 @@ def run_tasks(seed):
     figures = {}
     for name in ("grammar", "numbers"):
         config = dataclasses.replace(TASK_CONFIGS[name], seed=seed)
-        run = train_or_load(config, progress=False)
+        run = train_or_load(config, progress=False, shipped=False)
         model = run.model.eval()
         figures[f"{name}: validation loss"] = run.history[-1]["validation_loss"]
         for split in ("test", "compositional"):
@@ -400,7 +400,9 @@ def run_gqa(seed):
     from transformer_course.trained_models import train_or_load
     from transformer_course.training import Run, exact_match, fit
 
-    trained = train_or_load(_grammar_config(seed), progress=False)
+    trained = train_or_load(
+        _grammar_config(seed), progress=False, shipped=False
+    )
     task, model = trained.task, trained.model.eval()
     src = collate(task.examples("test"))[0]
 
@@ -442,7 +444,7 @@ def run_rope(seed):
     groups = {"3-7": (3, 7), "8-9": (8, 9), "10-13": (10, 13)}
     for name in ("sinusoidal", "RoPE"):
         config = _grammar_config(seed, rope=name == "RoPE", max_source_length=7)
-        run = train_or_load(config, progress=False)
+        run = train_or_load(config, progress=False, shipped=False)
         test = run.task.splits["test"]
         by_length = TranslationTask(
             "grammar",

@@ -1,0 +1,85 @@
+"""Train the two small tasks' models that the library ships (chapter 7, section 7.3).
+
+    python benchmarks/train_toy_models.py
+
+Trains TASK_CONFIGS["grammar"] and TASK_CONFIGS["numbers"] on one thread, exactly
+as `train_or_load(task, retrain=True)` does in section 7.3, in a cache folder of
+its own, and copies each finished checkpoint (model, optimizer, scheduler, random
+states, data position and history: a run that resumes exactly) to
+transformer_course/data/toy_<task>.pt. The record of how they were made (command,
+commit, torch version, processor, date, CPU seconds, updates, each file's SHA-256
+and its test exact match) goes to transformer_course/data/toy_models.json, which
+tests/test_training.py checks the shipped files against.
+
+Another processor trains another model (its kernels round differently): section
+7.3's fifteen runs show how far apart. About two minutes of CPU time here.
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from results_files import processor
+from train_gettext import commit
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "transformer_course" / "data"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # as the chapter trains: the same model
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["TRANSFORMER_COURSE_CACHE"] = cache
+        from transformer_course.trained_models import (
+            SHIPPED_TASKS,
+            TASK_CONFIGS,
+            train_or_load,
+        )
+        from transformer_course.training import exact_match
+
+        runs = {}
+        for task in SHIPPED_TASKS:
+            start = time.process_time()
+            run = train_or_load(task, retrain=True, progress=False)
+            seconds = time.process_time() - start
+            shutil.copyfile(Path(cache) / f"{task}.pt", DATA / f"toy_{task}.pt")
+            runs[task] = {
+                "config": dataclasses.asdict(TASK_CONFIGS[task]),
+                "updates": run.step,
+                "cpu_seconds": round(seconds, 1),
+                "test_exact_match": exact_match(run.model, run.task, "test"),
+                "sha256": sha256(DATA / f"toy_{task}.pt"),
+            }
+            print(
+                f"{task}: {seconds:.0f} s, {runs[task]['test_exact_match']:.1%}"
+            )
+    model, extensions = processor()
+    record = {
+        "command": " ".join(["python", *sys.argv]),
+        "commit": commit(),
+        "torch": str(torch.__version__),
+        "processor": model,
+        "extensions": extensions,
+        "threads": 1,
+        "date": datetime.date.today().isoformat(),
+        "runs": runs,
+    }
+    path = DATA / "toy_models.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
