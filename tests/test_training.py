@@ -285,3 +285,58 @@ def test_a_run_checks_its_token_ids_once_where_they_enter(grammar):
 
     with pytest.raises(ValueError, match="outside the vocabulary"):
         Run(TrainConfig(n_train=600), task=Outside())
+
+
+def test_the_shipped_small_models_are_the_recorded_runs_of_task_configs():
+    """data/toy_*.pt are what benchmarks/train_toy_models.py wrote: the
+    SHA-256 of its record, TASK_CONFIGS' configuration trained to the end, and
+    the test exact match the record gives (greedy, on this machine)."""
+    import hashlib
+    import json
+
+    from transformer_course.trained_models import (
+        SHIPPED_TASKS,
+        TASK_CONFIGS,
+        shipped_path,
+    )
+
+    record = json.loads(
+        (shipped_path("grammar").parent / "toy_models.json").read_text()
+    )
+    assert set(record["runs"]) == set(SHIPPED_TASKS) == {"grammar", "numbers"}
+    for task in SHIPPED_TASKS:
+        path, made = shipped_path(task), record["runs"][task]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == made["sha256"]
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        expected = dataclasses.asdict(TASK_CONFIGS[task])
+        assert state["config"] == made["config"] == expected
+        assert state["step"] == made["updates"] == expected["updates"]
+    with pytest.raises(ValueError, match="no trained run of 'gettext'"):
+        shipped_path("gettext")
+
+
+def test_train_or_load_takes_the_shipped_run_before_the_cache_and_training(
+    tmp_path, monkeypatch
+):
+    """The default configuration loads the shipped run without training,
+    whatever the cache holds; shipped=False (the benchmarks) and another
+    configuration never take it."""
+    from transformer_course import trained_models
+    from transformer_course.trained_models import TASK_CONFIGS, train_or_load
+
+    monkeypatch.setenv("TRANSFORMER_COURSE_CACHE", str(tmp_path))
+
+    def no_training(run, updates, **kwargs):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(trained_models, "fit", no_training)
+    run = train_or_load("numbers", progress=False, device="cpu")
+    assert run.step == TASK_CONFIGS["numbers"].updates and run.history
+    assert exact_match(run.model, run.task, "test", limit=40) >= 0.95
+    with pytest.raises(AssertionError, match="trained"):
+        train_or_load("numbers", shipped=False, device="cpu")
+    longer = dataclasses.replace(TASK_CONFIGS["numbers"], updates=801)
+    with pytest.raises(AssertionError, match="trained"):
+        train_or_load(longer, device="cpu")
+    with pytest.raises(AssertionError, match="trained"):
+        train_or_load("numbers", retrain=True, device="cpu")

@@ -795,7 +795,7 @@ def colab_cost(seconds: float) -> str:
 
 NOTE = "**On Colab:**"
 GPU_CHAPTERS = (
-    "07",
+    "07_2",
     "08",
     "09_2",
 )  # the chapters (sections: 09_2_...) that train on a GPU if Colab has one
