@@ -30,9 +30,8 @@ def _flag_type(default):
     return type(default)
 
 
-def main(argv=None) -> Run:
-    """python -m transformer_course.train [--field value ...]; under torchrun,
-    one process of a DistributedDataParallel run."""
+def _parser() -> argparse.ArgumentParser:
+    """One option per TrainConfig field (--d-model 128), and the run's own."""
     parser = argparse.ArgumentParser(
         prog="python -m transformer_course.train",
         description="Train chapter 7's Transformer on one of its tasks.",
@@ -59,23 +58,32 @@ def main(argv=None) -> Run:
         help="exact match on the test split at the end",
     )
     parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _join_processes(config: TrainConfig) -> tuple[TrainConfig, bool]:
+    """Under torchrun (WORLD_SIZE > 1): join the process group, each process
+    on its own GPU where there are GPUs. The config, and whether it joined."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return config, False
+    use_cuda = torch.cuda.is_available() and config.device != "cpu"
+    dist.init_process_group("nccl" if use_cuda else "gloo")
+    if use_cuda:
+        local_rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local_rank)
+        config = dataclasses.replace(config, device=f"cuda:{local_rank}")
+    return config, True
+
+
+def main(argv=None) -> Run:
+    """python -m transformer_course.train [--field value ...]; under torchrun,
+    one process of a DistributedDataParallel run."""
+    args = _parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = TrainConfig(
-        **{
-            f.name: getattr(args, f.name)
-            for f in dataclasses.fields(TrainConfig)
-        }
-    )
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if distributed:
-        use_cuda = torch.cuda.is_available() and config.device != "cpu"
-        dist.init_process_group("nccl" if use_cuda else "gloo")
-        if use_cuda:
-            local_rank = int(os.environ["LOCAL_RANK"])
-            torch.cuda.set_device(local_rank)
-            config = dataclasses.replace(config, device=f"cuda:{local_rank}")
+    fields = dataclasses.fields(TrainConfig)
+    config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields})
+    config, distributed = _join_processes(config)
     try:
         run = Run(config)
         if args.resume and args.checkpoint and args.checkpoint.exists():
