@@ -145,6 +145,14 @@ class _Pen:
 # %% ../book/00_getting_started.ipynb #cell-019
 def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
     """The N x frames of both stacks, residual connections, data flow."""
+    _draw_frames(pen)
+    _draw_residuals(pen, pieces)
+    _draw_flow(pen, pieces)
+    _draw_encoder_output(pen, pieces)
+
+
+def _draw_frames(pen: _Pen) -> None:
+    """The frame of each stack, with its name, its N x and its chapter."""
     from matplotlib.patches import FancyBboxPatch
 
     stacks = [
@@ -176,9 +184,11 @@ def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
             size=12,
             ha="left" if left else "right",
         )
-    flow = _INK if pen.chapter is None else _FAINT
+
+
+def _draw_residuals(pen: _Pen, pieces: list[_Piece]) -> None:
+    """Each residual connection, round a sub-layer into its Add & Norm."""
     residual = pen.ink((6,))
-    # each residual goes round a sub-layer into its Add & Norm
     for start, norm in [(0, 2), (2, 4), (5, 7), (7, 9), (9, 11)]:
         a, b = pieces[start], pieces[norm]
         sign = -1 if a.x == _ENCODER_X else 1
@@ -188,6 +198,12 @@ def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
         pen.arrow(
             [(a.x, y0), (side, y0), (side, y1), (edge, y1)], residual, lw=1.0
         )
+
+
+def _draw_flow(pen: _Pen, pieces: list[_Piece]) -> None:
+    """The arrows that carry the data up both stacks, from the tokens at the
+    bottom to the output probabilities at the top."""
+    flow = _INK if pen.chapter is None else _FAINT
     for x in (_ENCODER_X, _DECODER_X):
         stack = [p for p in pieces if p.x == x]
         pen.arrow([(x, 0.75), (x, 1.3)], flow)
@@ -196,7 +212,10 @@ def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
         for a, b in zip(stack[1:-1], stack[2:], strict=True):
             pen.arrow([(x, a.y + a.height), (x, b.y)], flow)
     pen.arrow([(_DECODER_X, 10.4), (_DECODER_X, 10.75)], flow)
-    # the encoder's output: keys and values of every cross-attention
+
+
+def _draw_encoder_output(pen: _Pen, pieces: list[_Piece]) -> None:
+    """The encoder's output, the keys and values of every cross-attention."""
     cross = pieces[8]
     middle = cross.y + cross.height / 2
     points = [
@@ -206,7 +225,7 @@ def _draw_stacks(pen: _Pen, pieces: list[_Piece]) -> None:
         (5.1, middle),
         (cross.x - _BOX_WIDTH / 2, middle),
     ]
-    pen.arrow(points, residual)
+    pen.arrow(points, pen.ink((6,)))
     # above the line, clear of the arrow (the keys and values of every layer)
     pen.text(3.9, 7.42, "keys, values", (6,), ha="center")
 

@@ -138,6 +138,20 @@ class MultiHeadAttention(nn.Module):
         is_causal: query i attends to keys 0..i only (needs T_q == T_k).
         return_weights: also return the (B, h, T_q, T_k) attention weights.
         """
+        self._check_arguments(query, key, value, is_causal, return_weights)
+        q = self.split_heads(self.q_proj(query))  # (B, h, T_q, d_k)
+        k = self.split_heads(self.k_proj(key))  # (B, h, T_k, d_k)
+        v = self.split_heads(self.v_proj(value))  # (B, h, T_k, d_k)
+        mask, is_causal = self._join_masks(
+            mask, q, k, is_causal, return_weights
+        )
+        heads, weights = self._attend(q, k, v, mask, is_causal, return_weights)
+        out = self.out_proj(self.merge_heads(heads))  # (B, T_q, d_model)
+        return (out, weights) if return_weights else out
+
+    def _check_arguments(self, query, key, value, is_causal, return_weights):
+        """Refuse arguments that forward cannot use, with a message that
+        names them."""
         for name, flag in [
             ("is_causal", is_causal),
             ("return_weights", return_weights),
@@ -160,17 +174,25 @@ class MultiHeadAttention(nn.Module):
                 "sees keys 0..i), not to the bottom right as a KV cache needs; "
                 "pass an explicit mask instead"
             )
-        q = self.split_heads(self.q_proj(query))  # (B, h, T_q, d_k)
-        k = self.split_heads(self.k_proj(key))  # (B, h, T_k, d_k)
-        v = self.split_heads(self.v_proj(value))  # (B, h, T_k, d_k)
+
+    def _join_masks(self, mask, q, k, is_causal, return_weights):
+        """The mask to apply, broadcastable to (B, h, T_q, T_k), or None: the
+        caller's, joined with the causal mask where the kernel cannot apply
+        is_causal itself (a mask given too, or the weights asked for); and
+        whether is_causal is still left to the kernel."""
+        (B, h, T_q, _), T_k = q.shape, k.size(2)
         if mask is not None:
-            mask = _prepare_mask(
-                mask, (B, self.n_heads, T_q, T_k), query.device
-            )
+            mask = _prepare_mask(mask, (B, h, T_q, T_k), q.device)
         if is_causal and (mask is not None or return_weights):
             causal = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device)
             mask = causal.tril() if mask is None else mask & causal.tril()
             is_causal = False  # now part of the mask
+        return mask, is_causal
+
+    def _attend(self, q, k, v, mask, is_causal, return_weights):
+        """Each head's output (B, h, T_q, d_k), and its weights (B, h, T_q,
+        T_k) if return_weights, else None; a query with no allowed key gets
+        zeros in both."""
         has_key = None
         if mask is not None:
             # False for a query with no allowed key: it attends anywhere (no
@@ -178,13 +200,9 @@ class MultiHeadAttention(nn.Module):
             has_key = mask.any(dim=-1, keepdim=True)  # (B, h, T_q, 1)
             mask = mask | ~has_key
         dropout = self.dropout if self.training else 0.0
+        weights = None
         if return_weights:
-            # (B, h, T_q, d_k) @ (B, h, d_k, T_k) -> (B, h, T_q, T_k)
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = F.dropout(scores.softmax(dim=-1), dropout)
-            heads = weights @ v  # (B, h, T_q, d_k)
+            heads, weights = self._explicit_attention(q, k, v, mask, dropout)
         else:
             heads = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal
@@ -194,10 +212,22 @@ class MultiHeadAttention(nn.Module):
             if return_weights:
                 # zeroed for the caller only: backward keeps just the softmax
                 weights = weights.masked_fill(~has_key, 0.0)
-        out = self.out_proj(self.merge_heads(heads))  # (B, T_q, d_model)
-        return (out, weights) if return_weights else out
+        return heads, weights
+
+    def _explicit_attention(self, q, k, v, mask, dropout):
+        """Attention as the minimal version computes it, so that the weights
+        exist: the heads (B, h, T_q, d_k) and the weights (B, h, T_q, T_k)."""
+        # (B, h, T_q, d_k) @ (B, h, d_k, T_k) -> (B, h, T_q, T_k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = F.dropout(scores.softmax(dim=-1), dropout)
+        return weights @ v, weights
 
 # %% ../book/05_multi_head_attention.ipynb #cell-050
+from collections.abc import Callable
+
+
 class FusedCausalAttention(nn.Module):
     """The peer: one fused QKV projection and PyTorch's causal fast path."""
 
@@ -236,10 +266,20 @@ def benchmark_attention(
     the wall clock: other work on the machine does not inflate it, but it
     counts every thread, so it is meant for one thread.
     """
-    import time
+    steps = _causal_steps(batch, length, d_model, n_heads, device, explicit)
+    return _fastest_times(steps, rounds, min_run_time, cpu_time)
 
-    from torch.utils import benchmark  # not at import: it may warn on stderr
 
+def _causal_steps(
+    batch: int,
+    length: int,
+    d_model: int,
+    n_heads: int,
+    device: str,
+    explicit: bool,
+) -> dict[str, Callable[[], None]]:
+    """{implementation: a function that runs one causal forward + backward
+    pass}, all on the same (batch, length, d_model) input, seeded."""
     torch.manual_seed(0)
     x = torch.randn(batch, length, d_model, device=device, requires_grad=True)
     causal = torch.ones(length, length, dtype=torch.bool, device=device).tril()
@@ -270,6 +310,21 @@ def benchmark_attention(
             .sum()
             .backward()
         )
+    return steps
+
+
+def _fastest_times(
+    steps: dict[str, Callable[[], None]],
+    rounds: int,
+    min_run_time: float,
+    cpu_time: bool,
+) -> dict[str, float]:
+    """{name: seconds of the fastest block of calls of its step}, the steps
+    taking turns `rounds` times; in CPU time if `cpu_time`."""
+    import time
+
+    from torch.utils import benchmark  # not at import: it may warn on stderr
+
     times = {name: float("inf") for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
