@@ -796,6 +796,7 @@ def colab_cost(seconds: float) -> str:
 NOTE = "**On Colab:**"
 GPU_CHAPTERS = (
     "07",
+    "08_1",
     "08_2",
     "09_2",
 )  # the chapters (sections: 08_2_...) that train on a GPU if Colab has one
