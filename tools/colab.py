@@ -796,9 +796,10 @@ def colab_cost(seconds: float) -> str:
 NOTE = "**On Colab:**"
 GPU_CHAPTERS = (
     "07_2",
-    "08",
+    "08_1",
+    "08_2",
     "09_2",
-)  # the chapters (sections: 09_2_...) that train on a GPU if Colab has one
+)  # the chapters (sections: 08_2_...) that train on a GPU if Colab has one
 
 
 def colab_note(stem: str, seconds: float) -> str:

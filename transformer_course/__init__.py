@@ -11,7 +11,7 @@ Public names by chapter; import them from the package itself, for example
 - chapter 5 (Multi-head attention in PyTorch): MultiHeadAttention
 - chapter 6 (The full Transformer): TransformerConfig, FeedForward, Residual, EncoderLayer, DecoderLayer, Transformer, count_parameters
 - chapter 7 (Training the Transformer): CorpusError, fetch_catalogs, read_catalogs, strip_markup, strip_accelerators, clean, split_by_package, random_split, gettext_corpus, train_tokenizer, Retrieval, scores, CorpusTask, gettext_task, load_translation_model, greedy_translate, translate, Pair, grammar_pairs, chinese_numeral, english_number_words, Vocabulary, TranslationTask, make_task, label_smoothed_loss, noam_lr, TrainConfig, Run, fit, exact_match, token_batches, collate, BatchStream, save_checkpoint, load_checkpoint, train_or_load, DownloadError, download
-- chapter 8 (Decoding and evaluation): NoCache, greedy_decode, beam_search, sampling_distribution, sample, sequence_log_prob, bleu, exact_match_score
+- chapter 8 (Decoding and evaluation): NoCache, greedy_decode, beam_search, sequence_log_prob, sampling_distribution, sample, bleu, exact_match_score
 - chapter 9 (Beyond the paper): online_softmax_attention, rope, GroupedQueryAttention, BeyondConfig, grouped_query_transformer, BeyondTrainConfig, DecoderCache, kv_cache_bytes
 
 Exercise checkers: `transformer_course.exercises`, one `check_*` function per
