@@ -11,6 +11,13 @@ for it. Every glossary term written in Chinese (zh/book/glossary.md's Chinese
 term lines, tools/zh.py) is made a word of jieba's dictionary before the pages
 are indexed: the index then holds 位置编码 as well as its parts (jieba's search
 mode keeps both).
+
+Sphinx 7's Chinese indexer keeps every Latin word it splits in a list
+(`SearchChinese.latin_terms`, extended at every paragraph, repeats and all)
+and looks each word up in it while stemming: in this book, 28,000 searches
+through a list that grows to 87,000 words (5,500 distinct), more than half
+of the Chinese build's time. The list is made a set, which answers the same
+lookups at once (the search index comes out byte for byte the same).
 """
 
 import re
@@ -36,6 +43,22 @@ def _require_jieba(app, config):
         ) from error
 
 
+class _LatinTerms(set):
+    """The Latin words seen so far: a set that the indexer can extend."""
+
+    def extend(self, words):
+        self.update(words)
+
+
+def _fast_latin_terms(app, config):
+    if not _is_chinese(config):
+        return
+    from sphinx.search.zh import SearchChinese
+
+    if not isinstance(SearchChinese.latin_terms, _LatinTerms):
+        SearchChinese.latin_terms = _LatinTerms(SearchChinese.latin_terms)
+
+
 def chinese_terms(env) -> list[str]:
     """The glossary terms (std domain objects of type "term") in Chinese."""
     std = env.get_domain("std")
@@ -57,5 +80,6 @@ def _add_terms(app, env):
 
 def setup(app):
     app.connect("config-inited", _require_jieba)
+    app.connect("config-inited", _fast_latin_terms)
     app.connect("env-updated", _add_terms)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

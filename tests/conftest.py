@@ -1,10 +1,10 @@
 """Shared helpers for the book's tests."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 
 # One thread per test process. CI runs two pytest workers on two cores, and
@@ -12,6 +12,15 @@ import yaml
 # per core) three or four threads fight for two cores, and OpenMP's threads,
 # which wait by spinning, slow each other down many times over: the tests of
 # tests/test_decoding.py took 17 s alone and over 200 s beside a notebook.
+# NumPy's and SciPy's OpenBLAS spin the same way and read the number when
+# they load, here and in the notebooks' kernels, which inherit this
+# environment: chapter 1's word analogies (4,391 matrix-vector products) took
+# 2 s alone and 17 to 45 s beside another process with two threads, 4 to 7 s
+# with one. A number the caller sets (OMP_NUM_THREADS=2 pytest ...) is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402  (it loads NumPy)
+
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent

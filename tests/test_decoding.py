@@ -6,6 +6,7 @@ sentence at a time, sampling's draws counted against its distribution."""
 import itertools
 import math
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -307,10 +308,16 @@ def test_the_exact_stop_waits_for_a_longer_sentence_that_ranks_higher():
     # a beam of one at alpha > 0 is not greedy decoding
 
 
-@pytest.fixture(scope="module")
-def partly_trained():
-    """A small model after 100 updates on chapter 7's grammar: unsure enough
-    that beam sizes, length penalties and stopping rules disagree."""
+PARTLY_TRAINED = Path(__file__).parent / "data" / "partly_trained.pt"
+
+
+def train_partly_trained() -> dict:
+    """A small model after 100 updates on chapter 7's grammar, and the first
+    100 test sources: what tests/data/partly_trained.pt holds (about 10 s of
+    training; `python tests/test_decoding.py --write-partly-trained`)."""
+    import dataclasses
+    import subprocess
+
     from transformer_course import Run, TrainConfig, fit
 
     torch.manual_seed(0)
@@ -318,11 +325,34 @@ def partly_trained():
         task="grammar", d_model=32, n_heads=4, n_layers=2, d_ff=64, updates=100
     )
     run = fit(Run(config), 100, progress=False)
-    sources = [s for s, _ in run.task.examples("test")[:100]]
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "made_by": "python tests/test_decoding.py --write-partly-trained",
+        "commit": commit,
+        "torch": str(torch.__version__),
+        "train_config": dataclasses.asdict(config),
+        "model_config": dataclasses.asdict(run.model.config),
+        "training": run.model.training,
+        "weights": run.model.state_dict(),
+        "sources": [s for s, _ in run.task.examples("test")[:100]],
+    }
+
+
+@pytest.fixture(scope="module")
+def partly_trained():
+    """A small model after 100 updates on chapter 7's grammar: unsure enough
+    that beam sizes, length penalties and stopping rules disagree (the test
+    below checks it). Trained once and kept (train_partly_trained)."""
+    record = torch.load(PARTLY_TRAINED, weights_only=True)
+    model = Transformer(TransformerConfig(**record["model_config"]))
+    model.load_state_dict(record["weights"])
+    model.train(record["training"])
     src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(s) for s in sources], batch_first=True
+        [torch.tensor(s) for s in record["sources"]], batch_first=True
     )
-    return run.model, src
+    return model, src
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
@@ -829,3 +859,19 @@ def test_beam_search_options_refuse_bad_values(kwargs, error, words):
         error, match=words.replace("(", r"\(").replace(")", r"\)")
     ):
         beam_search(model, src, 4, **kwargs)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="tests/data of this module")
+    parser.add_argument(
+        "--write-partly-trained",
+        action="store_true",
+        help=f"train and write {PARTLY_TRAINED.name}",
+    )
+    if parser.parse_args().write_partly_trained:
+        torch.set_num_threads(1)  # as the tests run
+        PARTLY_TRAINED.parent.mkdir(exist_ok=True)
+        torch.save(train_partly_trained(), PARTLY_TRAINED)
+        print(f"wrote {PARTLY_TRAINED}")

@@ -622,3 +622,24 @@ def test_the_chinese_build_needs_jieba(monkeypatch):
     with pytest.raises(ExtensionError, match="jieba is not installed"):
         search._require_jieba(None, chinese)
     search._require_jieba(None, SimpleNamespace(language="en"))
+
+
+def test_the_chinese_indexer_keeps_its_latin_words_in_a_set(monkeypatch):
+    """_ext/chinese_search.py swaps Sphinx's list of the Latin words seen (a
+    lookup per word indexed: quadratic) for a set; the indexer still reads it
+    the same way: a word it has split keeps its short form unstemmed."""
+    from types import SimpleNamespace
+
+    from sphinx.search.zh import SearchChinese
+
+    search = load_extension("chinese_search")
+    monkeypatch.setattr(SearchChinese, "latin_terms", [])
+    search._fast_latin_terms(None, SimpleNamespace(language="en"))
+    assert SearchChinese.latin_terms == []  # the English build: untouched
+    search._fast_latin_terms(None, SimpleNamespace(language="zh_CN"))
+    assert isinstance(SearchChinese.latin_terms, set)
+    indexer = SearchChinese({})
+    assert indexer.stem("ids") == "id"  # not seen yet: stemmed
+    assert "ids" in indexer.split("每个 ids 的向量")
+    assert "ids" in SearchChinese.latin_terms
+    assert indexer.stem("ids") == "ids"  # seen: kept, as with the list
