@@ -3,10 +3,13 @@
     python benchmarks/train_toy_models.py
 
 Trains TASK_CONFIGS["grammar"] and TASK_CONFIGS["numbers"] on one thread, exactly
-as `train_or_load(task, retrain=True)` does in section 7.3, in a cache folder of
-its own, and copies each finished checkpoint (model, optimizer, scheduler, random
+as `train_or_load(task, retrain=True)` does in section 7.3, each in a cache folder
+of its own, and copies each finished checkpoint (model, optimizer, scheduler, random
 states, data position and history: a run that resumes exactly) to
-transformer_course/data/toy_<task>.pt. The record of how they were made (command,
+transformer_course/data/toy_<task>.pt; then the same configurations with
+EARLY_UPDATES' updates (the grammar's first 100: chapter 8's early checkpoint;
+the learning-rate schedule does not depend on the number of updates, so these are
+the first 100 updates of the full run) to toy_<task>_<updates>.pt. The record of how they were made (command,
 commit, torch version, processor, date, CPU seconds, updates, each file's SHA-256
 and its test exact match) goes to transformer_course/data/toy_models.json, which
 tests/test_training.py checks the shipped files against.
@@ -38,33 +41,44 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def main() -> None:
-    torch.set_num_threads(1)  # as the chapter trains: the same model
+def train(config, name: str) -> dict:
+    """Train `config` as train_or_load(config, retrain=True) does, in a cache
+    folder of its own; copy the checkpoint to DATA / name; its record."""
+    from transformer_course.trained_models import train_or_load
+    from transformer_course.training import exact_match
+
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TRANSFORMER_COURSE_CACHE"] = cache
-        from transformer_course.trained_models import (
-            SHIPPED_TASKS,
-            TASK_CONFIGS,
-            train_or_load,
-        )
-        from transformer_course.training import exact_match
+        start = time.process_time()
+        run = train_or_load(config, retrain=True, progress=False)
+        seconds = time.process_time() - start
+        (checkpoint,) = Path(cache).glob("*.pt")
+        shutil.copyfile(checkpoint, DATA / name)
+    made = {
+        "config": dataclasses.asdict(config),
+        "updates": run.step,
+        "cpu_seconds": round(seconds, 1),
+        "test_exact_match": exact_match(run.model, run.task, "test"),
+        "sha256": sha256(DATA / name),
+    }
+    print(f"{name}: {seconds:.0f} s, {made['test_exact_match']:.1%}")
+    return made
 
-        runs = {}
-        for task in SHIPPED_TASKS:
-            start = time.process_time()
-            run = train_or_load(task, retrain=True, progress=False)
-            seconds = time.process_time() - start
-            shutil.copyfile(Path(cache) / f"{task}.pt", DATA / f"toy_{task}.pt")
-            runs[task] = {
-                "config": dataclasses.asdict(TASK_CONFIGS[task]),
-                "updates": run.step,
-                "cpu_seconds": round(seconds, 1),
-                "test_exact_match": exact_match(run.model, run.task, "test"),
-                "sha256": sha256(DATA / f"toy_{task}.pt"),
-            }
-            print(
-                f"{task}: {seconds:.0f} s, {runs[task]['test_exact_match']:.1%}"
-            )
+
+def main() -> None:
+    torch.set_num_threads(1)  # as the chapter trains: the same model
+    from transformer_course.trained_models import (
+        EARLY_UPDATES,
+        SHIPPED_TASKS,
+        TASK_CONFIGS,
+    )
+
+    runs = {}
+    for task in SHIPPED_TASKS:
+        runs[task] = train(TASK_CONFIGS[task], f"toy_{task}.pt")
+    for task, updates in EARLY_UPDATES.items():
+        config = dataclasses.replace(TASK_CONFIGS[task], updates=updates)
+        runs[f"{task}_{updates}"] = train(config, f"toy_{task}_{updates}.pt")
     model, extensions = processor()
     record = {
         "command": " ".join(["python", *sys.argv]),
