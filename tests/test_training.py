@@ -295,6 +295,7 @@ def test_the_shipped_small_models_are_the_recorded_runs_of_task_configs():
     import json
 
     from transformer_course.trained_models import (
+        EARLY_UPDATES,
         SHIPPED_TASKS,
         TASK_CONFIGS,
         shipped_path,
@@ -303,16 +304,28 @@ def test_the_shipped_small_models_are_the_recorded_runs_of_task_configs():
     record = json.loads(
         (shipped_path("grammar").parent / "toy_models.json").read_text()
     )
-    assert set(record["runs"]) == set(SHIPPED_TASKS) == {"grammar", "numbers"}
-    for task in SHIPPED_TASKS:
-        path, made = shipped_path(task), record["runs"][task]
+    assert SHIPPED_TASKS == ("grammar", "numbers")
+    assert EARLY_UPDATES == {"grammar": 100}
+    shipped = {task: (task, None) for task in SHIPPED_TASKS}
+    shipped |= {f"{t}_{u}": (t, u) for t, u in EARLY_UPDATES.items()}
+    assert set(record["runs"]) == set(shipped)
+    for name, (task, updates) in shipped.items():
+        path, made = shipped_path(task, updates), record["runs"][name]
+        assert path.name == f"toy_{name}.pt"
         assert hashlib.sha256(path.read_bytes()).hexdigest() == made["sha256"]
         state = torch.load(path, map_location="cpu", weights_only=True)
-        expected = dataclasses.asdict(TASK_CONFIGS[task])
+        config = TASK_CONFIGS[task]
+        if updates is not None:  # the same configuration, stopped early
+            config = dataclasses.replace(config, updates=updates)
+        expected = dataclasses.asdict(config)
         assert state["config"] == made["config"] == expected
         assert state["step"] == made["updates"] == expected["updates"]
     with pytest.raises(ValueError, match="no trained run of 'gettext'"):
         shipped_path("gettext")
+    with pytest.raises(ValueError, match="stopped after 200 updates"):
+        shipped_path("grammar", 200)
+    with pytest.raises(ValueError, match="stopped after 100 updates"):
+        shipped_path("numbers", 100)
 
 
 def test_train_or_load_takes_the_shipped_run_before_the_cache_and_training(
@@ -340,3 +353,41 @@ def test_train_or_load_takes_the_shipped_run_before_the_cache_and_training(
         train_or_load(longer, device="cpu")
     with pytest.raises(AssertionError, match="trained"):
         train_or_load("numbers", retrain=True, device="cpu")
+
+
+def test_the_early_grammar_run_ships_and_is_the_full_runs_first_updates(
+    tmp_path, monkeypatch
+):
+    """TASK_CONFIGS["grammar"] with EARLY_UPDATES' 100 updates loads the
+    shipped early run without training (other lengths and other changes
+    train), and it is the first 100 updates of the full configuration's run
+    as recorded: the schedule ignores the number of updates, so the losses of
+    its updates are the full run's first, to the last bit."""
+    from transformer_course import trained_models
+    from transformer_course.trained_models import (
+        EARLY_UPDATES,
+        TASK_CONFIGS,
+        train_or_load,
+    )
+
+    monkeypatch.setenv("TRANSFORMER_COURSE_CACHE", str(tmp_path))
+    grammar, updates = TASK_CONFIGS["grammar"], EARLY_UPDATES["grammar"]
+    early = dataclasses.replace(grammar, updates=updates)
+
+    def no_training(run, n, **kwargs):
+        raise AssertionError("trained")
+
+    monkeypatch.setattr(trained_models, "fit", no_training)
+    shipped = train_or_load(early, progress=False, device="cpu")
+    assert shipped.step == updates
+    for other in (
+        dataclasses.replace(grammar, updates=updates + 1),
+        dataclasses.replace(early, seed=1),
+    ):
+        with pytest.raises(AssertionError, match="trained"):
+            train_or_load(other, device="cpu")
+    # the same losses, update by update, as the full run's first updates
+    full = train_or_load("grammar", progress=False, device="cpu")
+    assert full.step > updates
+    assert shipped.history == full.history[: len(shipped.history)]
+    assert shipped.history[-1]["step"] == updates
