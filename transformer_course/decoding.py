@@ -144,6 +144,9 @@ def gnmt_length_penalty(length, alpha: float):
     return ((5 + length) / 6) ** alpha
 
 # %% ../book/08_1_decoding.ipynb #5f85c6be
+import functools
+from dataclasses import dataclass
+
 STOPPING_RULES = {
     "exact": "no live hypothesis can still end above the best finished one",
     "max_len": "never before max_len (the reference the exact rule equals)",
@@ -230,6 +233,133 @@ def _n_best(pool, n):
     return rank, length.gather(1, order), tokens.gather(1, index)
 
 
+def _search_limits(max_len, src, config, length_penalty):
+    """max_len (a number, or (a, b)) -> the loop's limit; each sentence's
+    (the number, or (B,)); lp of it (a number, or (B,)) and as rows (B, 1)."""
+    if not isinstance(max_len, tuple):
+        lp = gnmt_length_penalty(max_len, length_penalty)
+        return max_len, max_len, lp, lp
+    longest, limit = _length_limits(max_len, src, config)
+    lp_limit = gnmt_length_penalty(limit.double(), length_penalty).float()
+    return longest, limit, lp_limit, lp_limit[:, None]
+
+
+@dataclass
+class _Beams:
+    """A beam search's state. tokens: (B * k, step + 1) the live hypotheses,
+    rows b*k ... b*k + k - 1 sentence b's; scores: (B, k) their log P; pool:
+    the finished ones, (rank: log P / lp, length, tokens after <bos>), each
+    padded to max_len; done: (B,) the sentences whose search has stopped."""
+
+    tokens: torch.Tensor
+    scores: torch.Tensor
+    pool: tuple
+    done: torch.Tensor
+    max_len: int
+    pad_id: int
+
+    @classmethod
+    def start(cls, B: int, k: int, max_len: int, config, device):
+        """k hypotheses of each sentence, all <bos>; one live, none finished."""
+        scores = torch.full((B, k), float("-inf"), device=device)  # log P
+        scores[:, 0] = 0.0  # the k beams start identical: keep one
+        pad = dict(dtype=torch.long, device=device)
+        pool = (
+            torch.full((B, k), float("-inf"), device=device),
+            torch.ones(B, k, **pad),
+            torch.full((B, k, max_len), config.pad_id, **pad),
+        )
+        tokens = torch.full((B * k, 1), config.bos_id, **pad)
+        done = torch.zeros(B, dtype=torch.bool, device=device)
+        return cls(tokens, scores, pool, done, max_len, config.pad_id)
+
+    def expand(self, log_probs):
+        """The live hypotheses' (B * k rows) log-probabilities of the next
+        token -> each sentence's candidates, best first: their log P, tokens
+        and parents (the beam each extends), all (B, k * (k + 1))."""
+        B, k = self.scores.shape
+        # a hypothesis's k + 1 best tokens hold its k best that are not <eos>
+        n_top = min(k + 1, log_probs.size(-1))
+        # stable sorts: among equal scores the lower token id first, as
+        # greedy_decode's argmax, so that beam_size=1 is greedy on ties too
+        top_log_probs, top_tokens = log_probs.sort(
+            dim=-1, descending=True, stable=True
+        )
+        top_log_probs = top_log_probs[:, :n_top]
+        top_tokens = top_tokens[:, :n_top]
+        candidates = (self.scores.reshape(-1, 1) + top_log_probs).view(B, -1)
+        candidates, order = candidates.sort(dim=1, descending=True, stable=True)
+        new_tokens = top_tokens.reshape(B, -1).gather(1, order)
+        return candidates, new_tokens, order // n_top
+
+    def _rows(self, parent):
+        """(B, n) beams 0 ... k - 1 -> the rows of their tokens."""
+        B, k = self.scores.shape
+        return torch.arange(B, device=parent.device)[:, None] * k + parent
+
+    def _pool(self, rank, sentences, step: int) -> None:
+        """Sentences (B, k, step) of the given ranks join the k best."""
+        padded = F.pad(sentences, (0, self.max_len - step), value=self.pad_id)
+        length = torch.full_like(rank, step, dtype=torch.long)
+        k = self.scores.size(1)
+        self.pool = _keep_best(self.pool, (rank, length, padded), k)
+
+    def finish(self, candidates, new_tokens, parent, ends, step, lp) -> None:
+        """Those of the k best candidates that end with <eos> join the pool."""
+        k = self.scores.size(1)
+        finishing = ends[:, :k] & ~self.done[:, None]
+        rows = self._rows(parent[:, :k])  # (B, k)
+        sentences = torch.cat(
+            [self.tokens[rows][..., 1:], new_tokens[:, :k, None]], dim=-1
+        )  # (B, k, step): the tokens after <bos>
+        rank = (candidates[:, :k] / lp).masked_fill(~finishing, -math.inf)
+        self._pool(rank, sentences, step)
+
+    def advance(self, candidates, new_tokens, parent, ends):
+        """The k best candidates that do not end go on: k hypotheses stay
+        alive. Returns the rows they extend (the cache's rows follow them)."""
+        k = self.scores.size(1)
+        live = candidates.masked_fill(ends, -math.inf).sort(
+            dim=1, descending=True, stable=True
+        )
+        self.scores, index = live.values[:, :k], live.indices[:, :k]
+        rows = self._rows(parent.gather(1, index)).view(-1)
+        chosen = new_tokens.gather(1, index).view(-1, 1)
+        self.tokens = torch.cat([self.tokens[rows], chosen], dim=1)
+        return rows
+
+    def close(self, at_limit, lp_rows, step: int) -> None:
+        """Sentences at their limit stop; their live hypotheses compete too."""
+        if at_limit.any():
+            B, k = self.scores.shape
+            rank = (self.scores / lp_rows).masked_fill(
+                ~at_limit[:, None], -math.inf
+            )
+            self._pool(rank, self.tokens[:, 1:].view(B, k, step), step)
+            self.done |= at_limit
+
+    def best(self, n_best, return_scores: bool):
+        """The output beam_search returns: (B, width) or (B, n, width) ids,
+        with their ranks if return_scores."""
+        rank, length, out = _n_best(self.pool, n_best or 1)
+        if n_best is None:  # the best one: (B,) and (B, width)
+            rank, length, out = rank[:, 0], length[:, 0], out[:, 0]
+        else:  # fewer than n hypotheses: -inf and <pad> only
+            out = out.masked_fill((rank == -math.inf)[..., None], self.pad_id)
+            length = length.masked_fill(rank == -math.inf, 0)
+        out = out[..., : max(int(length.max()), 1)]
+        return (out, rank) if return_scores else out
+
+
+def _check_beam_args(model, src, max_len, beam_size, length_penalty, cache):
+    """The arguments beam_search shares with greedy decoding, checked once."""
+    pair = isinstance(max_len, tuple)
+    if pair:
+        check_max_len_pair(max_len)
+    check_decoding_args(model, src, 1 if pair else max_len, beam_size, cache)
+    check_length_penalty(length_penalty)
+
+
 def beam_search(
     model,
     src,
@@ -259,126 +389,36 @@ def beam_search(
     return_scores: also return their ranks, log P / lp, (B,) or (B, n)
     (-inf where fewer than n hypotheses exist).
     """
-    pair = isinstance(max_len, tuple)
-    if pair:
-        check_max_len_pair(max_len)
-    check_decoding_args(model, src, 1 if pair else max_len, beam_size, cache)
-    check_length_penalty(length_penalty)
+    _check_beam_args(model, src, max_len, beam_size, length_penalty, cache)
     _check_stopping(stopping)
-    c, k, B, device = model.config, beam_size, src.size(0), src.device
-    # max_len: the loop's limit; limit: each sentence's, lp_limit its lp
-    if pair:
-        max_len, limit = _length_limits(max_len, src, c)
-        lp_limit = gnmt_length_penalty(limit.double(), length_penalty).float()
-        lp_rows = lp_limit[:, None]  # (B, 1)
-    else:
-        limit = max_len
-        lp_limit = lp_rows = gnmt_length_penalty(max_len, length_penalty)
+    c, k = model.config, beam_size
+    max_len, limit, lp_limit, lp_rows = _search_limits(
+        max_len, src, c, length_penalty
+    )
     check_search_options(min_len, n_best, return_scores, beam_size, limit)
-    first_row = torch.arange(B, device=device)[:, None] * k  # (B, 1)
-    # a hypothesis's k + 1 best tokens hold its k best that are not <eos>
-    n_top = min(k + 1, c.vocab_size)
+    stop = functools.partial(  # the stopping rule, given pool, live and step
+        _stop, stopping, lp_limit=lp_limit, alpha=length_penalty, n=n_best or 1
+    )
     with _inference(model):
         memory, src_mask = model.encode(src)
-        # rows b*k ... b*k + k - 1 are sentence b's live hypotheses
-        tokens = torch.full(
-            (B * k, 1), c.bos_id, dtype=torch.long, device=device
-        )
-        scores = torch.full((B, k), float("-inf"), device=device)  # log P
-        scores[:, 0] = 0.0  # the k beams start identical: keep one
-        # the finished hypotheses: rank (log P / lp), length, tokens
-        pool = (
-            torch.full((B, k), float("-inf"), device=device),
-            torch.ones(B, k, dtype=torch.long, device=device),
-            torch.full(
-                (B, k, max_len), c.pad_id, dtype=torch.long, device=device
-            ),
-        )
-        done = torch.zeros(B, dtype=torch.bool, device=device)
+        beams = _Beams.start(src.size(0), k, max_len, c, src.device)
         stepper = cache(  # the step interface, for B * k rows
             model, memory, src_mask, max_len=max_len, beam_size=k
         )
         for step in range(1, max_len + 1):
-            log_probs = choosable(stepper.next_token_log_probs(tokens), c)
+            log_probs = choosable(stepper.next_token_log_probs(beams.tokens), c)
             if step <= min_len:  # too short to end
                 log_probs[:, c.eos_id] = -math.inf
-            # stable sorts: among equal scores the lower token id first, as
-            # greedy_decode's argmax, so that beam_size=1 is greedy on ties too
-            top_log_probs, top_tokens = log_probs.sort(
-                dim=-1, descending=True, stable=True
-            )
-            top_log_probs = top_log_probs[:, :n_top]
-            top_tokens = top_tokens[:, :n_top]
-            # (B * k, n_top) -> (B, k * n_top) candidates, sorted best first
-            candidates = (scores.reshape(-1, 1) + top_log_probs).view(B, -1)
-            candidates, order = candidates.sort(
-                dim=1, descending=True, stable=True
-            )
-            new_tokens = top_tokens.reshape(B, -1).gather(1, order)
-            parent = order // n_top  # the hypothesis each one extends
+            candidates, new_tokens, parent = beams.expand(log_probs)
             ends = new_tokens == c.eos_id
             lp = gnmt_length_penalty(step, length_penalty)
-            # those of the k best that end with <eos> join the finished pool
-            finishing = ends[:, :k] & ~done[:, None]
-            rows = first_row + parent[:, :k]  # (B, k)
-            sentences = torch.cat(
-                [tokens[rows][..., 1:], new_tokens[:, :k, None]], dim=-1
-            )  # (B, k, step): the tokens after <bos>
-            pool = _keep_best(
-                pool,
-                (
-                    (candidates[:, :k] / lp).masked_fill(~finishing, -math.inf),
-                    torch.full_like(rows, step),
-                    F.pad(sentences, (0, max_len - step), value=c.pad_id),
-                ),
-                k,
-            )
-            # the k best that do not end go on: k hypotheses stay alive
-            live = candidates.masked_fill(ends, -math.inf).sort(
-                dim=1, descending=True, stable=True
-            )
-            scores, live_index = live.values[:, :k], live.indices[:, :k]
-            rows = (first_row + parent.gather(1, live_index)).view(-1)
-            chosen = new_tokens.gather(1, live_index).view(-1, 1)
-            tokens = torch.cat([tokens[rows], chosen], dim=1)
-            stepper.reorder(rows)  # its rows follow the live hypotheses
-            done |= _stop(
-                stopping,
-                pool[0],
-                scores,
-                step,
-                lp_limit,
-                length_penalty,
-                n_best or 1,
-            )
-            at_limit = ~done & (limit == step)  # the live ones compete too
-            if at_limit.any():
-                pool = _keep_best(
-                    pool,
-                    (
-                        (scores / lp_rows).masked_fill(
-                            ~at_limit[:, None], -math.inf
-                        ),
-                        torch.full_like(pool[1], step),
-                        F.pad(
-                            tokens[:, 1:].view(B, k, step),
-                            (0, max_len - step),
-                            value=c.pad_id,
-                        ),
-                    ),
-                    k,
-                )
-                done |= at_limit
-            if done.all():
+            beams.finish(candidates, new_tokens, parent, ends, step, lp)
+            stepper.reorder(beams.advance(candidates, new_tokens, parent, ends))
+            beams.done |= stop(beams.pool[0], beams.scores, step)
+            beams.close(~beams.done & (limit == step), lp_rows, step)
+            if beams.done.all():
                 break
-        rank, length, out = _n_best(pool, n_best or 1)
-        if n_best is None:  # the best one: (B,) and (B, width)
-            rank, length, out = rank[:, 0], length[:, 0], out[:, 0]
-        else:  # fewer than n hypotheses: -inf and <pad> only
-            out = out.masked_fill((rank == -math.inf)[..., None], c.pad_id)
-            length = length.masked_fill(rank == -math.inf, 0)
-        out = out[..., : max(int(length.max()), 1)]
-        return (out, rank) if return_scores else out
+        return beams.best(n_best, return_scores)
 
 # %% ../book/08_1_decoding.ipynb #0ba395c7
 def sequence_log_prob(model, src, tgt) -> torch.Tensor:
