@@ -19,14 +19,15 @@ _SHARING_LABELS = {
 def draw_head_sharing(lang: str | None = None):
     """How h = 8 query heads (blue) share key/value heads (orange) in
     multi-head, grouped-query (h_kv = 2) and multi-query attention, one
-    panel each. `lang`: "en" or "zh", the language of the labels (the
-    reader's if None). Returns the Figure."""
+    panel each, one above the other (the width of a page, so that the labels
+    are read at their size). `lang`: "en" or "zh", the language of the
+    labels (the reader's if None). Returns the Figure."""
     import matplotlib.pyplot as plt
 
     labels = figure_labels(_SHARING_LABELS, lang)
     title = labels["{name}: h = {h} query heads, h_kv = {h_kv}"]
     h = 8
-    fig, axes = plt.subplots(1, 3, figsize=(12, 2.6))
+    fig, axes = plt.subplots(3, 1, figsize=(7.0, 5.4))
     kinds = (("MHA", 8), ("GQA", 2), ("MQA", 1))
     for ax, (name, h_kv) in zip(axes, kinds, strict=True):
         group = h // h_kv  # query heads per key/value head, consecutive
@@ -41,11 +42,9 @@ def draw_head_sharing(lang: str | None = None):
                 plt.Rectangle((x - width / 2, 0), width, 0.6, color="C1")
             )
         keys = labels["keys and\nvalues"]
-        ax.text(
-            -0.6, 1.9, labels["queries"], ha="right", va="center", fontsize=9
-        )
-        ax.text(-0.6, 0.3, keys, ha="right", va="center", fontsize=9)
-        ax.set_title(title.format(name=name, h=h, h_kv=h_kv), fontsize=10)
+        ax.text(-0.6, 1.9, labels["queries"], ha="right", va="center")
+        ax.text(-0.6, 0.3, keys, ha="right", va="center")
+        ax.set_title(title.format(name=name, h=h, h_kv=h_kv), fontsize=11)
         ax.set_xlim(-2.2, 7.6)
         ax.set_ylim(-0.2, 2.4)
         ax.axis("off")
