@@ -35,6 +35,7 @@ from transformer_course.exercises import (
     set_language,
 )
 from transformer_course.exercises._core import MAX_LINES, Exercise
+from transformer_course.language import ENVIRONMENT_VARIABLE
 
 sys.path.insert(0, str(ROOT / "tools"))
 import checker_messages  # noqa: E402  (tools/checker_messages.py)
@@ -52,7 +53,7 @@ EXERCISES = [
 @pytest.fixture(autouse=True)
 def english_again(monkeypatch):
     """Every test starts in the default language and leaves it so."""
-    monkeypatch.delenv(_i18n.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
     set_language(None)
     yield
     set_language(None)

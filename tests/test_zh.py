@@ -7,6 +7,9 @@
   come in the English order: nbval need not run it.
 - The Chinese notebooks' check cells print Chinese: no English verdict, hint
   or message of a checker is left in their outputs.
+- The figures of the cells tagged zh-redraw are drawn again in Chinese
+  (`tools/zh.py redraw`) from the English cell as it is now, and a sync keeps
+  them until the English cell changes.
 - `tools/zh.py sync` leaves the committed zh/ as it is (a fixed point): the
   configuration, the glossary and the notebooks were synced after the last change
   to the English book.
@@ -60,6 +63,8 @@ def test_code_and_outputs_are_the_english_ones(path):
             cell["metadata"].pop("zh", None)
             if zh.caption(cell) is not None:
                 cell["metadata"]["mystnb"]["figure"]["caption"] = "..."
+            if zh.is_redraw(cell):  # drawn in Chinese: the test below
+                cell["outputs"] = "..."
             cells.append(json.dumps(cell, ensure_ascii=False))
         return cells
 
@@ -124,9 +129,10 @@ def test_the_chinese_set_up_cell_chooses_chinese(path):
 
 
 def test_the_language_line_makes_the_checkers_answer_in_chinese(monkeypatch):
-    from transformer_course.exercises import _i18n, language, set_language
+    from transformer_course.exercises import language, set_language
+    from transformer_course.language import ENVIRONMENT_VARIABLE
 
-    monkeypatch.delenv(_i18n.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
     set_language(None)
     assert language() == "en"
     with monkeypatch.context() as patch:
@@ -167,6 +173,84 @@ def test_no_translation_is_out_of_date():
         "translated: update each translation, then python tools/zh.py mark "
         "NOTEBOOK CELL_ID ...\n" + "\n".join(found)
     )
+
+
+def test_no_figure_is_to_redraw():
+    found = zh.report()["to redraw"]
+    assert not found, (
+        "these figures changed in English since they were drawn in Chinese: "
+        "python tools/zh.py redraw\n" + "\n".join(found)
+    )
+
+
+def _png(cell):
+    images = [o["data"]["image/png"] for o in cell["outputs"] if "data" in o]
+    assert len(images) == 1, cell["id"]
+    return images[0]
+
+
+def test_the_redrawn_figures_are_chinese():
+    """Each zh-redraw cell shows its own figure, not the English one, and
+    the texts that figure drew (recorded by `redraw`) are Chinese."""
+    drawn = 0
+    for path in ENGLISH:
+        english = {c["id"]: c for c in zh.read_notebook(path)["cells"]}
+        for cell in zh.read_notebook(zh.zh_path(path))["cells"]:
+            if not zh.is_redraw(cell):
+                continue
+            drawn += 1
+            name = f"{path.stem}, cell {cell['id']}"
+            record = zh.redrawn(cell)
+            assert record and zh.is_current(record, english[cell["id"]]), name
+            assert _png(cell) != _png(english[cell["id"]]), name
+            assert any(CJK.search(text) for text in record["texts"]), name
+    assert drawn >= 5  # chapters 0, 3, 6 (two) and section 9.1
+
+
+def test_a_figure_without_chinese_is_refused():
+    path = ROOT / "book" / "03_attention_numpy.ipynb"
+    english = first_cell(path, zh.is_redraw)
+    outputs = english["outputs"]
+    with pytest.raises(zh.TranslationError, match="drew no Chinese"):
+        zh._checked_figure("cell", english, outputs, ["分数"])
+    with pytest.raises(zh.TranslationError, match="drew no Chinese"):
+        zh._checked_figure("cell", english, outputs[::-1], ["scores"])
+    with pytest.raises(zh.TranslationError, match="drew no figure"):
+        zh._checked_figure("cell", english, [], ["分数"])
+
+
+def test_a_changed_figure_cell_shows_english_until_it_is_redrawn(tmp_path):
+    root = copy_of_repository(tmp_path)
+    english = root / "book" / "03_attention_numpy.ipynb"
+    chinese = root / "zh" / "book" / "03_attention_numpy.ipynb"
+    figure = first_cell(english, zh.is_redraw)
+
+    def shown():
+        cell = next(
+            c
+            for c in zh.read_notebook(chinese)["cells"]
+            if c["id"] == figure["id"]
+        )
+        return cell["outputs"], zh.redrawn(cell)
+
+    # a sync keeps the Chinese figure
+    assert zh.sync(root) == []
+    outputs, record = shown()
+    assert outputs != figure["outputs"] and record is not None
+    # the English cell changes: its figure is shown until redrawn, and named
+    edit_cell(english, figure["id"], lambda text: "# one head\n" + text)
+    zh.sync(root)
+    assert shown() == (figure["outputs"], None)
+    name = f"to redraw: chapter 3, cell {figure['id']}"
+    assert zh.report(root)["to redraw"] == [name]
+    # redraw draws it in Chinese again, and the next sync keeps it
+    assert zh.redraw(None, root) == [name.removeprefix("to redraw: ")]
+    outputs, record = shown()
+    assert _png({"id": "zh", "outputs": outputs}) != _png(figure)
+    assert "分数\n$QK^\\top / \\sqrt{d_k}$\n$(T_q, T_k)$" in record["texts"]
+    assert "scores" not in "".join(record["texts"])
+    assert zh.report(root)["to redraw"] == []
+    assert zh.sync(root) == []
 
 
 def copy_of_repository(tmp_path):

@@ -4,6 +4,7 @@ English ones with their prose translated.
     python tools/zh.py sync            # regenerate zh/ from the English book
     python tools/zh.py status          # what is translated, untranslated, out of date
     python tools/zh.py mark NOTEBOOK [CELL_ID ...]
+    python tools/zh.py redraw [NOTEBOOK ...]  # the diagrams, drawn in Chinese
     python tools/zh.py publish         # zh/_build/html -> _build/html/zh
     python tools/zh.py messages        # the checkers' Chinese message catalog
 
@@ -15,7 +16,7 @@ Each Chinese notebook is made from the English notebook of the same name:
   and what makes the exercise checkers answer in Chinese:
   - the set-up cell (the first code cell, "# Set-up for Google Colab") also
     imports os and sets TRANSFORMER_COURSE_LANG=zh (`chinese_setup`), which
-    transformer_course/exercises/_i18n.py reads;
+    transformer_course/language.py reads (for the checkers and the diagrams);
   - a check cell's printed output (any cell that calls `check_...(`) has each
     verdict ("Correct: ...", "Not done yet: ...") and each message of a wrong
     answer made Chinese through the checkers' gettext catalog
@@ -30,7 +31,20 @@ Each Chinese notebook is made from the English notebook of the same name:
   hash of the English text it was translated from. When that English text
   changes, the translation is out of date, and tests/test_zh.py names it
   ("out of date: chapter 6, cell 4f2a...");
-- a chapter with untranslated cells opens with a generated note saying so.
+- a chapter with untranslated cells opens with a generated note saying so;
+- a diagram is drawn again in Chinese: a figure cell tagged `zh-redraw` (cell
+  metadata tags, in the English notebook) calls a drawing function that
+  writes its labels in the reader's language (transformer_course.language).
+  `redraw` runs the Chinese notebook, from its set-up cell (which sets
+  TRANSFORMER_COURSE_LANG=zh) to its last such cell, in a fresh kernel in the
+  English notebook's folder, and keeps these cells' outputs, recording in the
+  cell's metadata ("zh": {"redrawn": ...}) the hash of the English cell's
+  source and outputs it was drawn from (`figure_hash`: a change to the cell
+  shows in its source, a change to its drawing function in its English
+  figure) and the texts the figure drew. `sync` keeps those outputs while
+  the hash holds; once the English cell changes, the Chinese notebook shows
+  the English figure until the next `redraw`, and `status` (and
+  tests/test_zh.py) names the cell ("to redraw: chapter 3, cell ...").
 
 `sync` also writes zh/_config.yml (the English _config.yml with the Chinese
 edition's title, language, notebook folder and address) and zh/book/glossary.md:
@@ -71,6 +85,8 @@ import argparse
 import copy
 import hashlib
 import importlib.util
+import json
+import os
 import re
 import shutil
 import sys
@@ -85,12 +101,14 @@ ZH = ROOT / "zh"
 STATUS_ID = "zh-status"  # the generated note of a chapter not yet translated
 SETUP_FIRST_LINE = "# Set-up for Google Colab"
 # what the set-up cell of a Chinese notebook adds: the checkers answer in
-# Chinese (transformer_course/exercises/_i18n.py reads the variable)
+# Chinese and the diagrams are drawn in Chinese (transformer_course.language
+# reads the variable)
 LANGUAGE_LINES = (
-    "\n\n# 中文版：练习的检查器用中文作答\n"
+    "\n\n# 中文版：练习的检查器和示意图都用中文\n"
     'os.environ["TRANSFORMER_COURSE_LANG"] = "zh"\n'
 )
 CHECK_CALL = re.compile(r"\bcheck_\w+\(")
+REDRAW_TAG = "zh-redraw"  # a figure cell that the Chinese edition draws again
 
 
 def _load_i18n():
@@ -253,14 +271,36 @@ def chinese_outputs(cell: dict) -> None:
             )
 
 
+def is_redraw(cell: dict) -> bool:
+    """A figure cell tagged zh-redraw: the Chinese edition draws it again."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return cell["cell_type"] == "code" and REDRAW_TAG in tags
+
+
+def figure_hash(cell: dict) -> str:
+    """The hash of what an English figure cell draws: its source and its
+    outputs (a change to its drawing function shows in its figure)."""
+    drawn = {"source": cell_text(cell), "outputs": cell.get("outputs", [])}
+    text = json.dumps(drawn, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def redrawn(cell: dict) -> dict | None:
+    """The record of a Chinese cell's own figure: {"from_sha256": the
+    figure_hash of the English cell it was drawn from, "texts": the texts
+    the figure drew, each once}; None if it shows the English figure."""
+    return cell.get("metadata", {}).get("zh", {}).get("redrawn")
+
+
+def is_current(drawing: dict, english: dict) -> bool:
+    return drawing.get("from_sha256") == figure_hash(english)
+
+
 def sync_notebook(english: dict, chinese: dict | None) -> dict:
     """The Chinese notebook made from `english`, keeping the translations of
     `chinese` (the previous Chinese notebook, or None)."""
-    kept = {
-        cell["id"]: cell
-        for cell in (chinese or {}).get("cells", [])
-        if translated_from(cell)
-    }
+    previous = {cell["id"]: cell for cell in (chinese or {}).get("cells", [])}
+    kept = {id_: c for id_, c in previous.items() if translated_from(c)}
     ids = [cell.get("id") for cell in english["cells"]]
     if None in ids or len(set(ids)) != len(ids):
         raise TranslationError("every English cell needs an id, once")
@@ -273,6 +313,7 @@ def sync_notebook(english: dict, chinese: dict | None) -> dict:
             )
         if is_check_cell(cell):
             chinese_outputs(cell)
+        record = {}  # the cell's metadata "zh"
         if prose(cell) is not None:
             texts += 1
             old = kept.get(cell["id"])
@@ -280,9 +321,15 @@ def sync_notebook(english: dict, chinese: dict | None) -> dict:
             # has prose (a caption whose figure went is dropped)
             if old and old["cell_type"] == cell["cell_type"] and prose(old):
                 set_prose(cell, prose(old))
-                cell["metadata"]["zh"] = old["metadata"]["zh"]
+                record["source_sha256"] = translated_from(old)
             else:
                 untranslated += 1
+        drawing = redrawn(previous.get(cell["id"], {}))
+        if is_redraw(cell) and drawing and is_current(drawing, cell):
+            cell["outputs"] = copy.deepcopy(previous[cell["id"]]["outputs"])
+            record["redrawn"] = drawing
+        if record:
+            cell["metadata"]["zh"] = record
         cells.append(cell)
     if untranslated:
         cells.insert(1, status_cell(untranslated, texts))
@@ -594,14 +641,19 @@ def sync(root: Path = ROOT) -> list[Path]:
 
 def report(root: Path = ROOT) -> dict[str, list[str]]:
     """Per chapter: the cells out of date ("out of date: chapter 6, cell
-    4f2a..."), and the count of untranslated ones."""
-    out_of_date, untranslated = [], []
+    4f2a..."), the figures to draw again in Chinese ("to redraw: chapter 3,
+    cell 0438..."), and the count of untranslated cells."""
+    out_of_date, untranslated, to_redraw = [], [], []
     for path in chapters(root):
         target = zh_path(path, root)
         if not target.exists():
             untranslated.append(f"{chapter_name(path)}: no Chinese notebook")
             continue
         english = {c["id"]: c for c in read_notebook(path)["cells"]}
+        to_redraw += [
+            f"to redraw: {chapter_name(path)}, cell {cell_id}"
+            for cell_id in figures_to_redraw(path, root)
+        ]
         missing = 0
         for cell in read_notebook(target)["cells"]:
             if prose(cell) is None or cell["id"] == STATUS_ID:
@@ -619,7 +671,11 @@ def report(root: Path = ROOT) -> dict[str, list[str]]:
     out_of_date += stale
     if missing:
         untranslated.append(f"glossary: {missing} of its head and entries")
-    return {"out of date": out_of_date, "untranslated": untranslated}
+    return {
+        "out of date": out_of_date,
+        "to redraw": to_redraw,
+        "untranslated": untranslated,
+    }
 
 
 def mark(path: Path, ids: list[str], root: Path = ROOT) -> list[str]:
@@ -644,12 +700,133 @@ def mark(path: Path, ids: list[str], root: Path = ROOT) -> list[str]:
         )
         if new:
             set_prose(cell, unwrap(prose(cell)))
-            cell.setdefault("metadata", {})["zh"] = {
-                "source_sha256": english_hash(source)
-            }
+            record = cell.setdefault("metadata", {}).setdefault("zh", {})
+            record["source_sha256"] = english_hash(source)
             recorded.append(cell["id"])
     write_notebook(path, notebook)
     return recorded
+
+
+def figures_to_redraw(path: Path, root: Path = ROOT) -> list[str]:
+    """The ids of the zh-redraw cells of the English notebook `path` whose
+    Chinese figure is missing or was drawn from another English cell."""
+    target = zh_path(path, root)
+    chinese = (
+        {c["id"]: c for c in read_notebook(target)["cells"]}
+        if target.exists()
+        else {}
+    )
+    return [
+        cell["id"]
+        for cell in read_notebook(path)["cells"]
+        if is_redraw(cell)
+        and not is_current(redrawn(chinese.get(cell["id"], {})) or {}, cell)
+    ]
+
+
+# run in the kernel around each zh-redraw cell: every text a figure draws is
+# recorded (matplotlib's Text.draw), then printed as JSON
+RECORD_TEXTS = """\
+import matplotlib.text as _zh_text
+if not hasattr(_zh_text.Text, "_zh_draw"):
+    _zh_text.Text._zh_draw = _zh_text.Text.draw
+    def _zh_record(self, renderer, *args, **kwargs):
+        if self.get_visible() and self.get_text():
+            _zh_text.Text._zh_drawn.append(self.get_text())
+        return _zh_text.Text._zh_draw(self, renderer, *args, **kwargs)
+    _zh_text.Text.draw = _zh_record
+_zh_text.Text._zh_drawn = []
+"""
+PRINT_TEXTS = (
+    "import json as _zh_json, matplotlib.text as _zh_text\n"
+    "print(_zh_json.dumps(_zh_text.Text._zh_drawn))"
+)
+
+
+def execute_figures(notebook: dict, ids: list[str], folder: Path) -> dict:
+    """Run `notebook`'s code cells, from the first to the last of `ids`, in
+    a fresh kernel in `folder` with TRANSFORMER_COURSE_LANG=zh; {id: (the
+    cell's outputs, the texts its figures drew)} for each of `ids`."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.reads(notebook_text(notebook), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    last = max(i for i, c in enumerate(code) if c.id in ids)
+    env = {**os.environ, "TRANSFORMER_COURSE_LANG": "zh"}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", allow_errors=False
+    )
+    found = {}
+    with client.setup_kernel(env=env, cwd=str(folder)):
+        for index, cell in enumerate(code[: last + 1]):
+            if cell.id not in ids:
+                client.execute_cell(cell, index)
+                continue
+            probe = nbformat.v4.new_code_cell(RECORD_TEXTS)
+            client.execute_cell(probe, index, store_history=False)
+            client.execute_cell(cell, index)
+            probe = nbformat.v4.new_code_cell(PRINT_TEXTS)
+            client.execute_cell(probe, index, store_history=False)
+            # once each (a figure saved to fit its texts is drawn twice)
+            texts = list(dict.fromkeys(json.loads(probe.outputs[0]["text"])))
+            # as nbformat writes a notebook: plain JSON, keys sorted
+            outputs = json.loads(json.dumps(cell.outputs, sort_keys=True))
+            found[cell.id] = (outputs, texts)
+    return found
+
+
+def _checked_figure(name: str, english: dict, outputs: list, texts: list):
+    """Refuse a Chinese figure that is no figure, the English one, or has no
+    Chinese text (its drawing function ignores the reader's language)."""
+    if not any("image/png" in o.get("data", {}) for o in outputs):
+        raise TranslationError(
+            f"{name} is tagged {REDRAW_TAG} but drew no figure"
+        )
+    if outputs == english.get("outputs") or not any(
+        CJK_CHARACTER.search(text) for text in texts
+    ):
+        raise TranslationError(
+            f"{name} drew no Chinese: does its drawing function take the "
+            "language from transformer_course.language?"
+        )
+
+
+def redraw(paths: list[Path] | None = None, root: Path = ROOT) -> list[str]:
+    """Draw again in Chinese the figures of the zh-redraw cells (of the
+    English notebooks `paths`, or else of every notebook with a figure to
+    redraw), after a sync, and keep them in the Chinese notebooks; the
+    cells drawn ("chapter 3, cell 0438...")."""
+    sync(root)
+    if paths is None:
+        paths = [p for p in chapters(root) if figures_to_redraw(p, root)]
+    done = []
+    for path in paths:
+        path = path.resolve()
+        english = {c["id"]: c for c in read_notebook(path)["cells"]}
+        ids = [i for i, c in english.items() if is_redraw(c)]
+        if not ids:
+            raise TranslationError(
+                f"{path.name} has no cell tagged {REDRAW_TAG}"
+            )
+        target = zh_path(path, root)
+        chinese = read_notebook(target)
+        drawn = execute_figures(chinese, ids, path.parent)
+        for cell in chinese["cells"]:
+            if cell["id"] not in drawn:
+                continue
+            outputs, texts = drawn[cell["id"]]
+            name = f"{chapter_name(path)}, cell {cell['id']}"
+            _checked_figure(name, english[cell["id"]], outputs, texts)
+            cell["outputs"] = outputs
+            cell["metadata"].setdefault("zh", {})["redrawn"] = {
+                "from_sha256": figure_hash(english[cell["id"]]),
+                "texts": texts,
+            }
+            done.append(name)
+        write_notebook(target, chinese)
+    return done
 
 
 def publish(root: Path = ROOT) -> Path:
@@ -674,6 +851,12 @@ def main(argv=None) -> int:
     marking = commands.add_parser("mark", help="record translated cells")
     marking.add_argument("notebook", type=Path, help="or zh/glossary.yml")
     marking.add_argument("ids", nargs="*", help="cell ids (glossary: terms)")
+    drawing = commands.add_parser(
+        "redraw", help="draw the zh-redraw cells' figures again, in Chinese"
+    )
+    drawing.add_argument(
+        "notebooks", nargs="*", type=Path, help="English notebooks"
+    )
     commands.add_parser("publish", help="zh/_build/html -> _build/html/zh")
     commands.add_parser(
         "messages", help="the checkers' message catalog: extract, compile"
@@ -686,6 +869,9 @@ def main(argv=None) -> int:
         return 1 if untranslated else 0
     if args.command == "publish":
         print(f"published {publish().relative_to(ROOT)}")
+    elif args.command == "redraw":
+        cells = redraw(args.notebooks or None)
+        print("drawn in Chinese:", ", ".join(cells) or "nothing to redraw")
     elif args.command == "sync":
         for path in sync():
             print(f"wrote {path.relative_to(ROOT)}")
@@ -699,7 +885,7 @@ def main(argv=None) -> int:
             print(f"{kind}: {len(lines) or 'none'}")
             for line in lines:
                 print("   ", line)
-        return 1 if found["out of date"] else 0
+        return 1 if found["out of date"] or found["to redraw"] else 0
     return 0
 
 

@@ -11,7 +11,8 @@ compares the results with the expected ones:
 
 The checkers answer in English, or in Chinese (中文) after `set_language("zh")`
 or with the environment variable `TRANSFORMER_COURSE_LANG=zh`, which the Chinese
-notebooks set (`_i18n`; the catalog is `transformer_course/locale/`).
+notebooks set (`transformer_course.language`, the reader's language for the
+whole book; `_i18n` translates, from the catalog in `transformer_course/locale/`).
 
 This subpackage is hand-written (the rest of the package is exported from the
 chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN, and
@@ -21,7 +22,7 @@ chapters): `_core` holds the shared machinery, `chNN` the checkers of chapter NN
 from transformer_course.exercises import ch00, ch01, ch02, ch03, ch04
 from transformer_course.exercises import ch05, ch06, ch07, ch08, ch09
 from transformer_course.exercises._core import ExerciseError
-from transformer_course.exercises._i18n import language, set_language
+from transformer_course.language import language, set_language
 
 _CHAPTERS = (ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09)
 # every checker of every chapter, by the names each module's __all__ gives

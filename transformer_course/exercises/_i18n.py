@@ -8,14 +8,13 @@ in the catalog `locale/zh_CN/LC_MESSAGES/exercises.mo` (compiled from the
 checkers and compiles), and the Chinese template is filled in with the same
 fields. A template missing from the catalog stays English.
 
-The language is English unless chosen:
-
-- `set_language("zh")` (or "en") in a notebook or a program;
-- the environment variable `TRANSFORMER_COURSE_LANG=zh`, which the set-up
-  cell of every Chinese notebook sets (`tools/zh.py sync` writes it there).
-
-`set_language` wins over the variable; `set_language(None)` goes back to it.
-A language that is neither is refused with an error that names it.
+The language is the reader's, which chapter 0's module
+`transformer_course.language` keeps for the whole book (the diagrams' labels
+too): English unless chosen by `set_language("zh")` or by the environment
+variable `TRANSFORMER_COURSE_LANG=zh`, which the set-up cell of every Chinese
+notebook sets (`tools/zh.py sync` writes it there). This module imports that
+one only when a message is translated without a language named, so that
+tools/zh.py can load it alone, without the package.
 """
 
 from __future__ import annotations
@@ -29,51 +28,18 @@ import string
 import textwrap
 import unicodedata
 
-ENVIRONMENT_VARIABLE = "TRANSFORMER_COURSE_LANG"
 DOMAIN = "exercises"
 LOCALE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale"
 )
 # a language the checkers speak -> its gettext locale (None: the templates)
-LANGUAGES = {"en": None, "zh": "zh_CN"}
-_ALIASES = {"zh_cn": "zh", "zh-cn": "zh", "zh-hans": "zh", "en_us": "en"}
-
-_chosen: str | None = None
-
-
-def _normalise(language: str, where: str) -> str:
-    key = str(language).strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in LANGUAGES:
-        known = ", ".join(repr(name) for name in LANGUAGES)
-        raise ValueError(
-            f"{where} {language!r} is not a language of the exercise "
-            f"checkers; choose one of {known}."
-        )
-    return key
-
-
-def set_language(language: str | None) -> None:
-    """Make the checkers answer in `language`: "en" (English, the default)
-    or "zh" (Chinese); None goes back to $TRANSFORMER_COURSE_LANG."""
-    global _chosen
-    _chosen = None if language is None else _normalise(language, "language")
-
-
-def language() -> str:
-    """The language the checkers answer in now: "en" or "zh"."""
-    if _chosen is not None:
-        return _chosen
-    value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
-    if not value:
-        return "en"
-    return _normalise(value, ENVIRONMENT_VARIABLE)
+LOCALES = {"en": None, "zh": "zh_CN"}
 
 
 @functools.cache
 def catalog(language: str) -> gettext.NullTranslations:
     """The compiled catalog of `language` ("zh"); English has none."""
-    locale = LANGUAGES[language]
+    locale = LOCALES[language]
     if locale is None:
         return gettext.NullTranslations()
     return gettext.translation(DOMAIN, LOCALE_DIR, languages=[locale])
@@ -83,10 +49,13 @@ def translate(text: str, language_: str | None = None) -> str:
     """`text`, a checker's template, in the language of the checkers (or
     `language_`): the catalog's translation, or `text` itself when the
     catalog has none (English, or text that is no template)."""
-    lang = language() if language_ is None else language_
-    if lang == "en" or not text:
+    if language_ is None:
+        from transformer_course.language import language
+
+        language_ = language()
+    if language_ == "en" or not text:
         return text
-    return catalog(lang).gettext(text)
+    return catalog(language_).gettext(text)
 
 
 # ------------------------------------------------------------ display width
