@@ -238,6 +238,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sentences", type=int, help="dry run: fewer scored")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the section trains: the same models
+    made_at = commit()  # before this script writes its files
     shortened = (args.updates, args.steps, args.sentences)
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TRANSFORMER_COURSE_CACHE"] = cache  # nothing cached
@@ -259,7 +260,7 @@ def main(argv=None) -> None:
             ["python", "benchmarks/train_beyond_models.py"]
             + (argv if argv is not None else sys.argv[1:])
         ),
-        "commit": commit(),
+        "commit": made_at,
         "torch": str(torch.__version__),
         "processor": model,
         "extensions": extensions,
