@@ -798,7 +798,6 @@ GPU_CHAPTERS = (
     "07_2",
     "08_1",
     "08_2",
-    "09_2",
 )  # the chapters (sections: 08_2_...) that train on a GPU if Colab has one
 
 

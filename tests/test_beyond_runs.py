@@ -1,0 +1,174 @@
+"""The runs of section 9.2 that the library ships (data/beyond_runs.pt): the
+file that benchmarks/train_beyond_models.py wrote and recorded, holding the
+runs the script trains with their settings, loaded by the section's loaders
+without training, and scoring what the record says; a changed setting trains."""
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_course import beyond_experiments
+from transformer_course.beyond_experiments import (
+    fit_or_load,
+    reversal_or_load,
+    reversal_settings,
+    shipped_runs_path,
+    training_settings,
+)
+from transformer_course.training import exact_match
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "train_beyond_models.py"
+
+
+def load_script():
+    sys.path.insert(0, str(SCRIPT.parent))  # its own imports: results_files
+    try:
+        spec = importlib.util.spec_from_file_location("train_beyond", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+script = load_script()
+RECORD = json.loads(shipped_runs_path().with_suffix(".json").read_text())
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def specs():
+    """The script's grammar runs (name, config, start) and reversal runs."""
+    return script.grammar_specs(), script.reversal_specs()
+
+
+class Trained(Exception):
+    pass
+
+
+def refuse(*args, **kwargs):
+    raise Trained
+
+
+def test_the_file_is_the_recorded_one_and_small():
+    path = shipped_runs_path()
+    assert sha256(path) == RECORD["sha256"]
+    assert path.stat().st_size < 4 * 2**20
+    assert RECORD["command"] == "python benchmarks/train_beyond_models.py"
+    assert not RECORD["commit"].endswith("-dirty")
+    # the pooled runs started from chapter 7's shipped run as it is now:
+    # retraining that run (train_toy_models.py) means rerunning the script
+    toy = path.parent / "toy_grammar.pt"
+    assert RECORD["pooled from"]["sha256"] == sha256(toy)
+    runs = torch.load(path, map_location="cpu", weights_only=True)
+    assert list(runs) == list(RECORD["runs"])
+    for name, run in runs.items():
+        assert run["made_with"] == RECORD["runs"][name]["made_with"], name
+        for tensor in (run["weights"] or {}).values():
+            assert tensor.dtype == torch.float16, name  # weights, halved
+
+
+def test_the_file_holds_the_scripts_runs_with_their_settings(specs):
+    grammar, reversal = specs
+    runs = torch.load(shipped_runs_path(), weights_only=True)
+    names = [name for name, _, _ in grammar]
+    for name, config, _ in grammar:
+        assert runs[name]["made_with"] == training_settings(config), name
+        assert runs[name]["weights"] is not None
+    for settings in reversal:
+        name, made_with = reversal_settings(*settings)
+        assert runs[name]["made_with"] == made_with, name
+        assert len(runs[name]["losses"]) == made_with["steps"]
+        names.append(name)
+    assert list(runs) == names
+    with_weights = [n for n in runs if runs[n]["weights"] is not None]
+    assert with_weights == names[:5] + ["reversal, pre-LN, warm-up 50"]
+
+
+def test_the_loaders_load_the_shipped_runs_and_their_scores(specs, monkeypatch):
+    for name in ("fit", "train_or_load", "train_reversal"):
+        monkeypatch.setattr(beyond_experiments, name, refuse)
+    grammar, reversal = specs
+    for name, config, start in grammar:
+        run = fit_or_load(name, config, start=start)
+        assert run.step == config.updates
+        made = RECORD["runs"][name]
+        first = exact_match(run.model, run.task, "test", limit=200)
+        # another CPU may round a close call the other way
+        expected = made["test exact match, first 200, as shipped"]
+        assert first == pytest.approx(expected, abs=0.02), name
+    for norm_first, warmup, steps in reversal:
+        model, losses = reversal_or_load(norm_first, warmup, steps)
+        name = reversal_settings(norm_first, warmup, steps)[0]
+        made = RECORD["runs"][name]
+        assert sum(losses[-40:]) / 40 == made["mean of the last 40 losses"]
+        assert (model is None) == (name != "reversal, pre-LN, warm-up 50")
+        if model is not None:
+            right = script.reversed_exactly(model)
+            expected = made["reversed exactly, as shipped"]
+            assert right == pytest.approx(expected, abs=0.02)
+
+
+def test_retrain_another_setting_or_name_or_no_file_trains(
+    specs, monkeypatch, tmp_path
+):
+    for name in ("fit", "train_or_load", "train_reversal"):
+        monkeypatch.setattr(beyond_experiments, name, refuse)
+    (short, config, _), _, (pooled, pooled_config, start) = specs[0][:3]
+    fit_or_load(pooled, pooled_config, start=start)  # loads: no training
+    longer = dataclasses.replace(pooled_config, updates=101)
+    calls = [
+        lambda: fit_or_load(pooled, longer, start=start),
+        lambda: fit_or_load(pooled, pooled_config, start=start, retrain=True),
+        lambda: fit_or_load("another name", pooled_config, start=start),
+        lambda: fit_or_load(short, config, retrain=True),
+        lambda: fit_or_load(short, dataclasses.replace(config, seed=1)),
+        lambda: reversal_or_load(True, 50, retrain=True),
+        lambda: reversal_or_load(True, 50, steps=199),
+        lambda: reversal_or_load(False, 50, lr=1e-3),
+    ]
+    for call in calls:
+        with pytest.raises(Trained):
+            call()
+    monkeypatch.setattr(
+        beyond_experiments, "shipped_runs_path", lambda: tmp_path / "none.pt"
+    )
+    with pytest.raises(Trained):
+        fit_or_load(short, config)
+
+
+def test_the_scripts_dry_run_writes_what_the_loaders_load(tmp_path):
+    """The script, shortened, writes a file and a record; before it writes
+    the record it loads every run back through the section's loaders, which
+    must not train."""
+    subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            *("--out", str(tmp_path), "--updates", "2"),
+            *("--steps", "2", "--sentences", "4"),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+    )
+    record = json.loads((tmp_path / "beyond_runs.json").read_text())
+    assert record["sha256"] == sha256(tmp_path / "beyond_runs.pt")
+    assert list(record["runs"]) == list(RECORD["runs"])
+    for name, made in record["runs"].items():
+        assert made["updates"] == 2, name
+        if name.startswith("grammar"):
+            assert "test exact match, first 4, as shipped" in made, name
+    decoded = record["runs"]["reversal, pre-LN, warm-up 50"]
+    assert "reversed exactly, as shipped" in decoded
