@@ -14,7 +14,6 @@ the section reads. About 20 s of CPU time per seed here.
 
 import math
 import random
-import sys
 from pathlib import Path
 
 import torch
@@ -64,7 +63,13 @@ def first_loop(examples, vocab_size: int, seed: int) -> list[float]:
 
 
 def summary(values) -> dict:
-    return {"runs": values, "min": min(values), "max": max(values)}
+    """As benchmarks/training_seeds.py summarises a metric over the seeds."""
+    return {
+        "runs": values,
+        "mean": sum(values) / len(values),
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def main() -> None:
@@ -100,7 +105,7 @@ def main() -> None:
     path = write_results(
         Path(__file__).parent / "results",
         "seeds_first_loop",
-        " ".join(["python", *sys.argv]),
+        "benchmarks/first_loop_seeds.py",
         {
             "seeds": list(SEEDS),
             "steps": STEPS,

@@ -234,8 +234,7 @@ def _n_best(pool, n):
 
 
 def _search_limits(max_len, src, config, length_penalty):
-    """max_len (a number, or (a, b)) -> the loop's limit; each sentence's
-    (the number, or (B,)); lp of it (a number, or (B,)) and as rows (B, 1)."""
+    """max_len, a number or (a, b) -> the loop's, each sentence's, lp, rows."""
     if not isinstance(max_len, tuple):
         lp = gnmt_length_penalty(max_len, length_penalty)
         return max_len, max_len, lp, lp
@@ -246,10 +245,9 @@ def _search_limits(max_len, src, config, length_penalty):
 
 @dataclass
 class _Beams:
-    """A beam search's state. tokens: (B * k, step + 1) the live hypotheses,
-    rows b*k ... b*k + k - 1 sentence b's; scores: (B, k) their log P; pool:
-    the finished ones, (rank: log P / lp, length, tokens after <bos>), each
-    padded to max_len; done: (B,) the sentences whose search has stopped."""
+    """Beam search's state: tokens (B * k, step + 1), rows b*k... sentence b's
+    live hypotheses, scores (B, k) their log P; pool: the finished ones (rank
+    log P / lp, length, tokens after <bos>, padded); done (B,): stopped."""
 
     tokens: torch.Tensor
     scores: torch.Tensor
@@ -274,9 +272,8 @@ class _Beams:
         return cls(tokens, scores, pool, done, max_len, config.pad_id)
 
     def expand(self, log_probs):
-        """The live hypotheses' (B * k rows) log-probabilities of the next
-        token -> each sentence's candidates, best first: their log P, tokens
-        and parents (the beam each extends), all (B, k * (k + 1))."""
+        """Next-token log-probs (B * k rows) -> each sentence's candidates, best
+        first: log P, tokens, parents (beams they extend), (B, k * (k + 1))."""
         B, k = self.scores.shape
         # a hypothesis's k + 1 best tokens hold its k best that are not <eos>
         n_top = min(k + 1, log_probs.size(-1))
@@ -293,7 +290,6 @@ class _Beams:
         return candidates, new_tokens, order // n_top
 
     def _rows(self, parent):
-        """(B, n) beams 0 ... k - 1 -> the rows of their tokens."""
         B, k = self.scores.shape
         return torch.arange(B, device=parent.device)[:, None] * k + parent
 
@@ -316,8 +312,7 @@ class _Beams:
         self._pool(rank, sentences, step)
 
     def advance(self, candidates, new_tokens, parent, ends):
-        """The k best candidates that do not end go on: k hypotheses stay
-        alive. Returns the rows they extend (the cache's rows follow them)."""
+        """The k best that do not end go on; the rows they extend, returned."""
         k = self.scores.size(1)
         live = candidates.masked_fill(ends, -math.inf).sort(
             dim=1, descending=True, stable=True
@@ -339,8 +334,7 @@ class _Beams:
             self.done |= at_limit
 
     def best(self, n_best, return_scores: bool):
-        """The output beam_search returns: (B, width) or (B, n, width) ids,
-        with their ranks if return_scores."""
+        """beam_search's (B, width) or (B, n, width) ids, [and their ranks]."""
         rank, length, out = _n_best(self.pool, n_best or 1)
         if n_best is None:  # the best one: (B,) and (B, width)
             rank, length, out = rank[:, 0], length[:, 0], out[:, 0]
