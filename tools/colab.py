@@ -214,8 +214,9 @@ def normalise(name: str) -> str:
 @contextlib.contextmanager
 def base_environment(runtime: dict, python: Path, version: str, log=print):
     """The cached environment holding Colab's preinstalled versions, built
-    once. While a simulation uses it, it holds a shared lock: a build (which
-    deletes the bases of older runtime files, about 5 GB each) waits."""
+    once. While a simulation uses it, it holds a shared lock: simulations
+    run side by side, and a build (which deletes the bases of older runtime
+    files, about 5 GB each) waits until none runs."""
     recipe = json.dumps(
         [base_pins(runtime), COLAB_STUB, BUILDER_VERSION, version]
     )
@@ -224,13 +225,17 @@ def base_environment(runtime: dict, python: Path, version: str, log=print):
     cache.mkdir(parents=True, exist_ok=True)
     base = cache / f"base-{key}"
     with open(cache / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # alone: nobody else uses a base
+        fcntl.flock(lock, fcntl.LOCK_SH)  # beside other simulations
         if not (base / "READY").exists():
-            for old in cache.glob("base-*"):
-                shutil.rmtree(old)
-            log(f"building Colab's preinstalled packages in {base} (once)")
-            build_base(base, runtime, python, recipe)
-        fcntl.flock(lock, fcntl.LOCK_SH)
+            # alone: nobody else uses a base (the shared lock is given up
+            # while waiting, so two that both wait do not block each other)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (base / "READY").exists():  # or another one built it
+                for old in cache.glob("base-*"):
+                    shutil.rmtree(old)
+                log(f"building Colab's preinstalled packages in {base} (once)")
+                build_base(base, runtime, python, recipe)
+            fcntl.flock(lock, fcntl.LOCK_SH)
         yield base
 
 
