@@ -89,6 +89,7 @@ def main(argv=None) -> None:
         default=ROOT / "transformer_course" / "data" / "gettext_zh.pt",
     )
     args = parser.parse_args(argv)
+    made_at = commit()  # before the run writes its files
     torch.set_num_threads(args.threads)
     config = dataclasses.replace(
         TASK_CONFIGS["gettext"], updates=args.updates, device=args.device
@@ -134,7 +135,7 @@ def main(argv=None) -> None:
         averaged=[p.name for p in steps],
         record={
             "command": " ".join(["python", *sys.argv]),
-            "commit": commit(),
+            "commit": made_at,
             "torch": str(torch.__version__),
             "device": (
                 torch.cuda.get_device_name(run.device)

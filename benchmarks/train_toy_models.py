@@ -67,6 +67,7 @@ def train(config, name: str) -> dict:
 
 def main() -> None:
     torch.set_num_threads(1)  # as the chapter trains: the same model
+    made_at = commit()  # before training rewrites the files: not "-dirty"
     from transformer_course.trained_models import (
         EARLY_UPDATES,
         SHIPPED_TASKS,
@@ -82,7 +83,7 @@ def main() -> None:
     model, extensions = processor()
     record = {
         "command": " ".join(["python", *sys.argv]),
-        "commit": commit(),
+        "commit": made_at,
         "torch": str(torch.__version__),
         "processor": model,
         "extensions": extensions,

@@ -63,3 +63,43 @@ def test_read_seeds_and_seed_table(tmp_path):
         "          s0     s1    min    max",
         "label   50.0   25.0   25.0   50.0",
     ]
+
+
+def test_read_seeds_finds_the_results_from_any_working_folder(
+    tmp_path, monkeypatch
+):
+    """A script or test run from the repository's root, or from anywhere,
+    reads what a notebook in book/ reads: the package's clone comes first."""
+    in_book = json.loads((RESULTS / "seeds_rope.json").read_text())
+    for folder in (
+        tmp_path,
+        RESULTS.parent.parent,
+        RESULTS.parent.parent / "book",
+    ):
+        monkeypatch.chdir(folder)
+        assert read_seeds("rope") == in_book, folder
+    assert read_seeds("absent") is None
+
+
+def test_read_seeds_falls_back_to_the_working_folder_s_clone(
+    tmp_path, monkeypatch
+):
+    """Where the package was copied out of its clone (pip install of a
+    clone, as on Colab), a notebook in the clone's book/ still reads the
+    clone's results."""
+    import transformer_course.seed_results as seed_results
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "book").mkdir()
+    document = {"seeds": [0], "metrics": {}}
+    (tmp_path / "benchmarks" / "results" / "seeds_x.json").write_text(
+        json.dumps(document)
+    )
+    site_packages = tmp_path / "site-packages" / "transformer_course"
+    monkeypatch.setattr(
+        seed_results.importlib.resources, "files", lambda name: site_packages
+    )
+    monkeypatch.chdir(tmp_path)
+    assert read_seeds("x") is None  # from the clone's root: not found
+    monkeypatch.chdir(tmp_path / "book")
+    assert read_seeds("x") == document
