@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from transformer_course.exercises._core import Exercise, Mistake, fail
@@ -47,10 +49,6 @@ def _as_pairs(name: str, shown, got):
     return got
 
 
-def _skipgram(**changes):
-    return lambda tokens, window: _skipgram_reference(tokens, window, **changes)
-
-
 SKIPGRAM_PAIRS = Exercise(
     name="skipgram_pairs",
     success="produces the skip-gram pairs.",
@@ -71,7 +69,7 @@ SKIPGRAM_PAIRS = Exercise(
     convert=_as_pairs,
     mistakes=[
         Mistake(
-            _skipgram(skip_by_word=True),
+            partial(_skipgram_reference, skip_by_word=True),
             "skip the centre by its position (`j != i`), not by its word "
             "(`tokens[j] != centre`): the same word elsewhere in the window "
             "is a real context.",
@@ -82,11 +80,11 @@ SKIPGRAM_PAIRS = Exercise(
             "training examples.",
         ),
         Mistake(
-            _skipgram(include_centre=True),
+            partial(_skipgram_reference, include_centre=True),
             "a word is not its own context: skip the centre position.",
         ),
         Mistake(
-            _skipgram(right_only=True),
+            partial(_skipgram_reference, right_only=True),
             "the context lies on both sides of the centre, not only after it.",
         ),
         Mistake(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from functools import partial
 from collections.abc import Callable
 
 import numpy as np
@@ -420,10 +421,6 @@ def _additive_cases():
     return cases
 
 
-def _additive_variant(**changes) -> Callable:
-    return lambda *case: _additive(*case, **changes)
-
-
 _NO_SCALE = (
     "additive attention has no 1/sqrt({d}) scale: w and the tanh bound the "
     "scores already."
@@ -440,18 +437,18 @@ ADDITIVE_ATTENTION = Exercise(
     inspect=_by_hand("additive attention"),
     mistakes=[
         Mistake(
-            _additive_variant(tanh=False),
+            partial(_additive, tanh=False),
             "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j W_k). "
             "Without it (or with tanh on q_i W_q alone) the query's term is "
             "the same for every key and cancels in the softmax.",
         ),
         Mistake(
-            _additive_variant(tanh_last=True),
+            partial(_additive, tanh_last=True),
             "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, "
             "then take the dot product with w.",
         ),
         Mistake(
-            _additive_variant(axis=0),
+            partial(_additive, axis=0),
             "softmax over the wrong axis: each query's weights over the keys "
             "must sum to 1 (axis=-1).",
         ),

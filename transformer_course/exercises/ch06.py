@@ -435,10 +435,6 @@ def _encode_variant(model, src, order="pre", final="end", mask=True):
     return x if isinstance(x, torch.Tensor) else None
 
 
-def _encoder_variant(**kwargs) -> Callable:
-    return lambda model, src: _encode_variant(model, src, **kwargs)
-
-
 PRE_LN_ENCODE = Exercise(
     name="pre_ln_encode",
     success="pre-LN sub-layers, the padding mask, one final LayerNorm.",
@@ -460,28 +456,28 @@ PRE_LN_ENCODE = Exercise(
     atol=1e-4,
     mistakes=[
         Mistake(
-            _encoder_variant(final=None),
+            functools.partial(_encode_variant, final=None),
             "the final LayerNorm is missing: a pre-LN stack ends with "
             "model.encoder_norm.",
         ),
         Mistake(
-            _encoder_variant(final="every"),
+            functools.partial(_encode_variant, final="every"),
             "apply model.encoder_norm once, after the last layer, not after "
             "every layer.",
         ),
         Mistake(
-            _encoder_variant(order="post"),
+            functools.partial(_encode_variant, order="post"),
             "that is post-LN (LayerNorm after the addition); so is "
             "model.encode or layer(x, mask) here: their Residuals are set to "
             "post-LN. Build each sub-layer as x + sublayer(residualK.norm(x)).",
         ),
         Mistake(
-            _encoder_variant(order="post", final=None),
+            functools.partial(_encode_variant, order="post", final=None),
             "that is the post-LN encoder: pre-LN normalises each sub-layer's "
             "input, adds x, and ends with model.encoder_norm.",
         ),
         Mistake(
-            _encoder_variant(mask=False),
+            functools.partial(_encode_variant, mask=False),
             "the padding mask is missing: (src != pad_id) of shape (B, 1, "
             "T_src), passed to self_attn.",
         ),

@@ -468,11 +468,6 @@ def _smoothed(
     raise ValueError(reduce)
 
 
-def _smoothing_variant(**changes) -> Callable:
-    """A known mistake: `_smoothed` with one step changed."""
-    return lambda *args: _smoothed(*args, **changes)
-
-
 def _pad_is_zero(**changes) -> Callable:
     """A mistake that takes token 0 for <pad>: seen only where pad_id != 0."""
     return lambda *args: None if args[3] == 0 else _smoothed(*args, **changes)
@@ -554,63 +549,63 @@ ANNOTATED_SMOOTHING = Exercise(
             "tokens epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(spread=lambda V: V - 1),
+            functools.partial(_smoothed, spread=lambda V: V - 1),
             "spread epsilon over V - 2 tokens: neither the label nor <pad>.",
         ),
         Mistake(
-            _smoothing_variant(spread=lambda V: V),
+            functools.partial(_smoothed, spread=lambda V: V),
             "spread epsilon over V - 2 tokens (epsilon / (V - 2) each), not "
             "over V: neither the label nor <pad> shares it.",
         ),
         Mistake(
-            _smoothing_variant(zero_column=False),
+            functools.partial(_smoothed, zero_column=False),
             "<pad> gets 0 in every row: q[..., pad_id] = 0 after filling q "
             "with epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(add_label=True),
+            functools.partial(_smoothed, add_label=True),
             "the label gets exactly 1 - epsilon: set it (scatter_), do not add "
             "1 - epsilon to its epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(label=lambda epsilon: 1.0),
+            functools.partial(_smoothed, label=lambda epsilon: 1.0),
             "the label gets 1 - epsilon, not 1: the target q sums to 1.",
         ),
-        Mistake(_smoothing_variant(mask_id=-1), _PAD_ROWS),
-        Mistake(_smoothing_variant(mask_id=-1, zero_column=False), _PAD_ROWS),
+        Mistake(functools.partial(_smoothed, mask_id=-1), _PAD_ROWS),
+        Mistake(functools.partial(_smoothed, mask_id=-1, zero_column=False), _PAD_ROWS),
         Mistake(
             lambda *args: _smoothed(*args) * (args[1] != args[3]).sum(),
             "return the mean over the non-padding tokens, not the sum.",
         ),
         Mistake(
-            _smoothing_variant(reduce="all"),
+            functools.partial(_smoothed, reduce="all"),
             "average over the non-padding tokens (divide by their number): "
             "rows of padding count 0 in the sum, but not in the mean's "
             "denominator B * T.",
         ),
         Mistake(
-            _smoothing_variant(reduce="sentences"),
+            functools.partial(_smoothed, reduce="sentences"),
             "average over the non-padding tokens (divide by their number): a "
             "mean per sentence, then over sentences, weighs the tokens of "
             "short sentences more.",
         ),
         Mistake(
-            _smoothing_variant(reduce="batch"),
+            functools.partial(_smoothed, reduce="batch"),
             "average over the non-padding tokens (divide by their number), "
             "not by the number of sentences.",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x),
+            functools.partial(_smoothed, log_probs=lambda x: x),
             "logits are not log-probabilities: take logits.log_softmax(dim=-1) "
             "first.",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x.log_softmax(1)),
+            functools.partial(_smoothed, log_probs=lambda x: x.log_softmax(1)),
             "normalise over the vocabulary, the last dimension: "
             "log_softmax(dim=-1).",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x.softmax(-1)),
+            functools.partial(_smoothed, log_probs=lambda x: x.softmax(-1)),
             "use log-probabilities, not probabilities: log_softmax(dim=-1).",
         ),
         Mistake(
