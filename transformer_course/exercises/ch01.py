@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 import numpy as np
@@ -321,16 +322,11 @@ def _bpe_leftmost(word, merges):
     known = {tuple(pair) for pair in merges}
     symbols = _symbols(word)
     while True:
-        for i in range(len(symbols) - 1):
-            if (symbols[i], symbols[i + 1]) in known:
-                symbols = [
-                    *symbols[:i],
-                    symbols[i] + symbols[i + 1],
-                    *symbols[i + 2 :],
-                ]
-                break
-        else:
+        pairs = itertools.pairwise(symbols)
+        pair = next((pair for pair in pairs if pair in known), None)
+        if pair is None:
             return symbols
+        symbols = _merge_all(symbols, pair, first_only=True)
 
 
 _BPE_CASES = [

@@ -253,26 +253,19 @@ def _attention(q, k, v, scale=None, axis=-1, transpose_scores=False):
 
 def _attention_cases():
     rng = np.random.default_rng(3)
-    return [
-        # square first: the shape-preserving mistakes show their hint there
-        (
-            rng.normal(size=(4, 6)) * 2,
-            rng.normal(size=(4, 6)),
-            rng.normal(size=(4, 2)),
-        ),
-        # cross-attention: T_q != T_k and d_v != d_k
-        (
-            rng.normal(size=(3, 4)),
-            rng.normal(size=(5, 4)),
-            rng.normal(size=(5, 9)),
-        ),
-        # large scores: a softmax without the max subtracted overflows
-        (
-            rng.normal(size=(2, 4)) * 40,
-            rng.normal(size=(3, 4)) * 40,
-            rng.normal(size=(3, 2)),
-        ),
-    ]
+    cases = []
+    # square first: the shape-preserving mistakes show their hint there;
+    # then cross-attention (T_q != T_k, d_v != d_k); then large scores, where
+    # a softmax without the max subtracted overflows
+    for T_q, T_k, d_k, d_v, q_scale, k_scale in [
+        (4, 4, 6, 2, 2, 1),
+        (3, 5, 4, 9, 1, 1),
+        (2, 3, 4, 2, 40, 40),
+    ]:
+        q = rng.normal(size=(T_q, d_k)) * q_scale
+        k = rng.normal(size=(T_k, d_k)) * k_scale
+        cases.append((q, k, rng.normal(size=(T_k, d_v))))
+    return cases
 
 
 _ATTENTION_CASES = _attention_cases()

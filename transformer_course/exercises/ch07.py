@@ -183,8 +183,17 @@ def _reference_batches(lengths, max_tokens):
     return batches + [batch]
 
 
-def _padded(batches, lengths, side):
-    return sum(len(b) * max(lengths[i][side] for i in b) for b in batches)
+def _padded(batch, lengths, side) -> int:
+    """The padded size of one side (0: source, 1: target) of a batch."""
+    return len(batch) * max(lengths[i][side] for i in batch)
+
+
+def _padding_waste(batches, lengths) -> float:
+    """The share of the padded positions, both sides together, that is
+    padding."""
+    real = sum(s + t for s, t in lengths)
+    padded = sum(_padded(b, lengths, side) for b in batches for side in (0, 1))
+    return 1 - real / padded
 
 
 def _as_batches(name: str, shown, got) -> list[list[int]]:
@@ -271,63 +280,59 @@ def _one_too_many(batch, lengths, max_tokens) -> bool:
     for left_out in batch:
         rest = [i for i in batch if i != left_out]
         if rest and all(
-            len(rest) * max(lengths[i][side] for i in rest) <= max_tokens
-            for side in (0, 1)
+            _padded(rest, lengths, side) <= max_tokens for side in (0, 1)
         ):
             return True
     return False
 
 
-# why a batch is over budget: the first rule that holds gives the hint
-_OVER_BUDGET = [
-    (
-        lambda summed, fits, one_too_many: summed,
-        "count padded positions: len(batch) * the longest length in it, not "
-        "the sum of lengths.",
-    ),
-    (
-        lambda summed, fits, one_too_many: fits[0] != fits[1],
-        "check the {what} side too: the paper counts source and target tokens.",
-    ),
-    (
-        lambda summed, fits, one_too_many: one_too_many,
-        "check the batch as it would be WITH the new example: (len(batch) + "
-        "1) * max(longest, its length) <= max_tokens, before adding it.",
-    ),
-]
-
-
-def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
-    def padded(batch, side):
-        return len(batch) * max(lengths[i][side] for i in batch)
-
-    fits = [all(padded(b, side) <= max_tokens for b in got) for side in (0, 1)]
-    summed = all(
+def _over_budget_hint(got, batch, lengths, max_tokens) -> str | None:
+    """Why a batch is over budget: the first reason that holds."""
+    if all(
         sum(lengths[i][side] for i in b) <= max_tokens
         for b in got
         for side in (0, 1)
-    )
+    ):
+        return (
+            "count padded positions: len(batch) * the longest length in it, "
+            "not the sum of lengths."
+        )
+    fits = [
+        all(_padded(b, lengths, side) <= max_tokens for b in got)
+        for side in (0, 1)
+    ]
+    if fits[0] != fits[1]:
+        return (
+            "check the {what} side too: the paper counts source and target "
+            "tokens."
+        )
+    if _one_too_many(batch, lengths, max_tokens):
+        return (
+            "check the batch as it would be WITH the new example: (len(batch) "
+            "+ 1) * max(longest, its length) <= max_tokens, before adding it."
+        )
+    return None
+
+
+def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
     for batch in got:
         for side, what in [(0, "source"), (1, "target")]:
-            if padded(batch, side) <= max_tokens:
+            padded = _padded(batch, lengths, side)
+            if padded <= max_tokens:
                 continue
-            too_many = _one_too_many(batch, lengths, max_tokens)
-            hint = next(
-                (h for test, h in _OVER_BUDGET if test(summed, fits, too_many)),
-                None,
-            )
+            hint = _over_budget_hint(got, batch, lengths, max_tokens)
             problem = (
                 "made a batch of {n} whose padded {what} size is {padded} > "
                 "max_tokens={max_tokens}."
             )
             what = message(what)
             fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
-            fields["padded"] = padded(batch, side)
             fail(
                 name,
                 problem,
                 shown,
                 hint and message(hint, what=what),
+                padded=padded,
                 **fields,
             )
 
@@ -370,11 +375,8 @@ def _judge_batches(name, shown, got, reference, lengths, max_tokens) -> None:
         fail(name, _TOO_MANY_BATCHES, shown, hint, **counts)
     # padding of source and target together: sorting by the source, the
     # target or their sum are all fine ways to keep it small
-    real = sum(s + t for s, t in lengths)
-    waste = 1 - real / (_padded(got, lengths, 0) + _padded(got, lengths, 1))
-    best = 1 - real / (
-        _padded(reference, lengths, 0) + _padded(reference, lengths, 1)
-    )
+    waste = _padding_waste(got, lengths)
+    best = _padding_waste(reference, lengths)
     if waste > 2 * best + 0.05:
         problem = (
             "wastes {waste:.0%} of its padded positions (source and target "
@@ -572,7 +574,10 @@ ANNOTATED_SMOOTHING = Exercise(
             "the label gets 1 - epsilon, not 1: the target q sums to 1.",
         ),
         Mistake(functools.partial(_smoothed, mask_id=-1), _PAD_ROWS),
-        Mistake(functools.partial(_smoothed, mask_id=-1, zero_column=False), _PAD_ROWS),
+        Mistake(
+            functools.partial(_smoothed, mask_id=-1, zero_column=False),
+            _PAD_ROWS,
+        ),
         Mistake(
             lambda *args: _smoothed(*args) * (args[1] != args[3]).sum(),
             "return the mean over the non-padding tokens, not the sum.",
