@@ -53,38 +53,6 @@ _TENSOR = Refusal(
 
 
 @_no_grad
-def _decoder_variant(
-    layer,
-    x,
-    memory,
-    self_mask,
-    keys_values,
-    cross_mask,
-    feed_forward=True,
-    queries="y",
-):
-    """DecoderLayer's computation with other masks, with keys and values (or
-    queries) taken from the decoder's states ("y") or the memory ("m"), or
-    without its feed-forward sub-layer. `self_mask` "causal" is the causal
-    mask, "~causal" its inverse."""
-    import torch
-
-    causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-    if isinstance(self_mask, str):
-        self_mask = causal if self_mask == "causal" else ~causal
-    y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, self_mask))
-
-    def cross(z):
-        query = z if queries == "y" else memory
-        keys = z if keys_values[0] == "y" else memory
-        values = z if keys_values[1] == "y" else memory
-        return layer.cross_attn(query, keys, values, cross_mask)
-
-    y = layer.residual2(y, cross)
-    return layer.residual3(y, layer.feed_forward) if feed_forward else y
-
-
-@_no_grad
 def _cross_first(layer, x, memory, src_mask):
     """The decoder layer with its two attention sub-layers swapped."""
     y = layer.residual1(
@@ -117,20 +85,42 @@ def _decoder_cases():
     return cases
 
 
-def _decoder(*masks_and_sources, square=False, **kwargs):
-    """A variant of (layer, x, memory, src_mask): `_decoder_variant` with
-    "src_mask" and "~src_mask" read from the case; None where `square` asks
-    for T_tgt == T_src and the case is not."""
+def _decoder(
+    self_mask,
+    keys_values,
+    cross_mask,
+    square=False,
+    feed_forward=True,
+    queries="y",
+) -> Callable:
+    """A variant of (layer, x, memory, src_mask): DecoderLayer's computation
+    with other masks ("causal", "src_mask", "~" before one for its inverse,
+    None for none), with keys and values (or queries) taken from the
+    decoder's states ("y") or the memory ("m"), or without its feed-forward
+    sub-layer; None where `square` asks for T_tgt == T_src and the case is
+    not."""
 
+    @_no_grad
     def variant(layer, x, memory, src_mask):
+        import torch
+
         if square and x.size(1) != memory.size(1):
             return None
-        masks = {"src_mask": src_mask, "~src_mask": ~src_mask}
-        args = [
-            masks.get(a, a) if isinstance(a, str) else a
-            for a in masks_and_sources
-        ]
-        return _decoder_variant(layer, x, memory, *args, **kwargs)
+        causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        masks = {"causal": causal, "src_mask": src_mask, None: None}
+        masks |= {f"~{name}": ~masks[name] for name in ("causal", "src_mask")}
+
+        def cross(z):
+            query = z if queries == "y" else memory
+            keys = z if keys_values[0] == "y" else memory
+            values = z if keys_values[1] == "y" else memory
+            return layer.cross_attn(query, keys, values, masks[cross_mask])
+
+        y = layer.residual1(
+            x, lambda z: layer.self_attn(z, z, z, masks[self_mask])
+        )
+        y = layer.residual2(y, cross)
+        return layer.residual3(y, layer.feed_forward) if feed_forward else y
 
     return variant
 

@@ -630,44 +630,40 @@ check_annotated_smoothing = ANNOTATED_SMOOTHING.checker()
 _PLAIN = (bool, int, float, str, bytes, type(None))
 
 
-def _first_unsafe(value, path: str = "state"):
-    """(path, value) of the first item that is not plain data
-    (tensors, numbers, strings, bytes, lists, tuples, dicts, sets), if any."""
-    if is_tensor(value) or type(value) in _PLAIN:
-        return None
+def _leaves(value, path: str = "state") -> list[tuple[str, object]]:
+    """(path, item) of every item of `value`, nested lists, tuples, sets and
+    dicts opened."""
     if isinstance(value, dict):
         items = [(f"{path}[{key!r}]", item) for key, item in value.items()]
     elif type(value) in (list, tuple, set, frozenset):
         items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
     else:
-        return path, value
-    for item_path, item in items:
-        found = _first_unsafe(item, item_path)
-        if found is not None:
-            return found
+        return [(path, value)]
+    return [leaf for at, item in items for leaf in _leaves(item, at)]
+
+
+def _first_unsafe(state):
+    """(path, value) of the first item that is not plain data
+    (tensors, numbers, strings, bytes, lists, tuples, dicts, sets), if any."""
+    for path, value in _leaves(state):
+        if not (is_tensor(value) or type(value) in _PLAIN):
+            return path, value
     return None
 
 
-def _pickled(value):
-    """The first bytes object in `value` that is a whole pickle, if any."""
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) < 2 or value[0] != 0x80:  # pickle protocols 2 to 5
-            return None
-        try:
-            ops = list(pickletools.genops(bytes(value)))
-        except Exception:  # noqa: BLE001 (not a pickle: any error says so)
-            return None
-        last = ops[-1] if ops else None
-        if last and last[0].name == "STOP" and last[2] == len(value) - 1:
-            return value
-        return None
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            if _pickled(item) is not None:
-                return item
-    return None
+def _is_pickle(value) -> bool:
+    """Whether `value` is bytes that hold a whole pickle."""
+    if not isinstance(value, (bytes, bytearray)) or len(value) < 2:
+        return False
+    if value[0] != 0x80:  # pickle protocols 2 to 5
+        return False
+    try:
+        ops = list(pickletools.genops(bytes(value)))
+    except Exception:  # noqa: BLE001 (not a pickle: any error says so)
+        return False
+    return (
+        bool(ops) and ops[-1][0].name == "STOP" and ops[-1][2] == len(value) - 1
+    )
 
 
 def _unsafe_hint(value) -> str:
@@ -776,7 +772,7 @@ def _saved_and_loaded(name: str, shown, state):
         loaded = torch.load(buffer, weights_only=True)
     except Exception as error:  # noqa: BLE001 (the unpickler's message is the point)
         _refused_by_load(name, shown, state, str(error))
-    if _pickled(loaded) is not None:
+    if any(_is_pickle(value) for _, value in _leaves(loaded)):
         problem = (
             "stored pickled bytes (pickle.dumps) in the state: restore would "
             "unpickle them, which can run any code, exactly what "
