@@ -175,10 +175,6 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
     return message("on input {inputs}", inputs=joined)
 
 
-def _index_text(index) -> str:
-    return "[" + ", ".join(str(int(i)) for i in index) + "]"
-
-
 def _number(value, scale: float = 1.0) -> str:
     """A number for a message: six significant digits at most, and 0.0 for
     what is round-off next to `scale` (the size of the values compared), so
@@ -518,7 +514,7 @@ def _wrong_values(name, inputs, got, expected, hint, subject, rtol, atol):
     index, count, largest, nans = _first_difference(got, expected, rtol, atol)
     finite = expected[np.isfinite(expected)]
     scale = float(np.abs(finite).max()) if finite.size else 1.0
-    fields = {"subject": subject, "at": _index_text(index)}
+    fields = {"subject": subject, "at": str([int(i) for i in index])}
     fields["expected"] = _number(expected[index], scale)
     fields["got"] = _number(got[index], scale)
     problem = (
