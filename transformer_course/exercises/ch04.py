@@ -356,7 +356,9 @@ def _sequences() -> list[_Sequence]:
     return [
         _Sequence(lambda x: _attention(x, 0), "causal self-attention", False),
         _Sequence(
-            lambda x: _attention(x, len(x)), "self-attention without a mask", True
+            lambda x: _attention(x, len(x)),
+            "self-attention without a mask",
+            True,
         ),
         _Sequence(
             _look_ahead_at_2,
@@ -376,7 +378,9 @@ def _sequences() -> list[_Sequence]:
             _tiny_leak, "running sum, plus 0.01 * x[3] at position 0", True
         ),
         _Sequence(
-            lambda x: _attention(x, 1), "attention that sees one token ahead", True
+            lambda x: _attention(x, 1),
+            "attention that sees one token ahead",
+            True,
         ),
         _Sequence(
             lambda x: np.vstack([x[:1], np.diff(x, axis=0)]),
