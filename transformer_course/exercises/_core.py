@@ -12,27 +12,13 @@ gettext catalog of transformer_course/locale/, filled with the same fields).
 A message is one whole template, never glued from pieces, so that the
 catalog can translate it whole (tools/checker_messages.py extracts them).
 
-What the machinery promises the learner:
-
-- a message of at most ~15 lines whose first line says what is wrong (`fail`
-  builds one; `expect_close` / `expect_equal` use it): for arrays the shape,
-  the first differing index and both values; for lists the first position that
-  differs; a generator, a tuple `(output, weights)` or `None` named as such;
-- an input changed in place named as such, by its name where the table
-  gives one (`expect_unchanged`), and an answer of the wrong kind named
-  before it is compared (`Refusal`, `_expect_array`, `expect_returned`);
-- the learner's function named by its own name (`my_softmax`), recorded by
-  `call`;
-- when the learner's code raises: their error, the line of their code it came
-  from and the shapes of the inputs; in Jupyter the traceback through this
-  package is hidden (`ExerciseError._render_traceback_`, which IPython calls
-  instead of printing its own traceback), only their own frames are shown;
-- tolerances that fit the dtype the learner returned (`_tolerance`): a float32
-  answer is accepted;
-- their random state untouched: `verdict` saves and restores the global
-  random generators of `random`, NumPy and PyTorch around the cases, which
-  draw their data from local generators (`np.random.default_rng(seed)`,
-  `torch.Generator().manual_seed(seed)`).
+What the machinery promises the learner (each function's docstring says
+how): a short message whose first line says what is wrong (`fail`), the
+learner's function named by its own name (`call`), their own error and line
+of code when their function raises, with this package's frames hidden in
+Jupyter (`ExerciseError._render_traceback_`), tolerances that accept a
+float32 answer (`_tolerance`), inputs changed in place named as such
+(`expect_unchanged`), and their random state untouched (`verdict`).
 """
 
 from __future__ import annotations
@@ -77,11 +63,8 @@ class ExerciseError(AssertionError):
 
 
 class _NotDone(Exception):
-    """The learner's function still raises NotImplementedError."""
-
-    def __init__(self, function_name: str = "") -> None:
-        super().__init__(function_name)
-        self.function_name = function_name
+    """The learner's function (named by the argument) still raises
+    NotImplementedError."""
 
 
 # The learner's own function names, by the checker's name for them: `call`
@@ -92,13 +75,6 @@ _learner_names: dict[str, str] = {}
 def _display_name(name: str) -> str:
     """The learner's name for the function the checker calls `name`."""
     return _learner_names.get(name, name)
-
-
-def _function_name(fn: Callable, default: str) -> str:
-    learner_name = getattr(fn, "__name__", "")
-    if not learner_name.isidentifier():  # a lambda, a functools.partial...
-        return default
-    return learner_name
 
 
 # ---------------------------------------------------------------- describing
@@ -120,11 +96,6 @@ def is_array(value) -> bool:
     return is_tensor(value) or isinstance(value, np.ndarray)
 
 
-def _shape_text(shape) -> str:
-    inner = ", ".join(str(int(n)) for n in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
-
-
 class _Label(str):
     """An input described in words, shown in messages without quotes:
     `_Label("x of shape (2, 5, 16)")` for an input too big to print."""
@@ -141,9 +112,9 @@ def describe(value, max_lines: int = 4) -> str:
         return str(value)
     if is_tensor(value):
         text = "tensor of shape {shape}, {dtype}"
-        return message(text, shape=_shape_text(value.shape), dtype=value.dtype)
+        return message(text, shape=shape_of(value), dtype=value.dtype)
     if isinstance(value, np.ndarray):
-        head = message("array of shape {shape}", shape=_shape_text(value.shape))
+        head = message("array of shape {shape}", shape=shape_of(value))
         if value.dtype != np.float64:
             head += f", {value.dtype}"
         if value.size == 0:
@@ -202,10 +173,6 @@ def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
         return one_line
     joined = message("\n  and ").join(described)
     return message("on input {inputs}", inputs=joined)
-
-
-def _index_text(index) -> str:
-    return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
 def _number(value, scale: float = 1.0) -> str:
@@ -317,9 +284,11 @@ def _brief_input(value) -> str:
     """An input by its shape: what a learner needs to understand an error."""
     if is_array(value):
         kind = message("tensor") if is_tensor(value) else message("array")
-        shape = _shape_text(value.shape)
         return message(
-            "{kind} {shape} {dtype}", kind=kind, shape=shape, dtype=value.dtype
+            "{kind} {shape} {dtype}",
+            kind=kind,
+            shape=shape_of(value),
+            dtype=value.dtype,
         )
     return describe(value, max_lines=0)
 
@@ -336,7 +305,8 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
     inputs, and chains their error (shown in Jupyter without our frames);
     `hints` gives the hint of the first (text of the error, hint) that fits.
     """
-    _learner_names[name] = _function_name(fn, name)
+    learner_name = getattr(fn, "__name__", "")  # "<lambda>", none for a partial
+    _learner_names[name] = learner_name if learner_name.isidentifier() else name
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
@@ -368,8 +338,6 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
 
 # ---------------------------------------------------------------- tolerances
 
-_FLOAT64 = (1e-5, 1e-6)  # (rtol, atol) for float64 answers: round-off only
-
 
 def _dtype_of(value) -> str:
     """The dtype of the learner's answer as a NumPy name (`float32`, ...)."""
@@ -393,9 +361,8 @@ def _tolerance(
     hundred. float16 / bfloat16: 1e-2.
     """
     dtype = _dtype_of(got)
-    rtol_64, atol_64 = _FLOAT64
-    rtol = rtol_64 if rtol is None else rtol
-    atol = atol_64 if atol is None else atol
+    rtol = 1e-5 if rtol is None else rtol  # float64: round-off only
+    atol = 1e-6 if atol is None else atol
     if dtype in ("float32", "complex64"):
         return max(rtol, 1e-4), max(atol, 1e-4)
     if dtype in ("float16", "bfloat16"):
@@ -422,7 +389,7 @@ def expect_returned(name: str, inputs: Sequence, got) -> None:
         fail(name, "returned None: did you forget `return`?", inputs)
 
 
-def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
+def _wrong_type(name: str, inputs: Sequence, got, expected) -> None:
     """Name the answers of the wrong kind: None, a generator, a tuple, text."""
     expect_returned(name, inputs, got)
     if inspect.isgenerator(got) or isinstance(got, Iterator):
@@ -433,14 +400,9 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
         )
         fail(name, problem, inputs, type=type(got).__name__)
     if isinstance(got, tuple) and got and is_array(got[0]):
-        shapes = ", ".join(
-            _shape_text(item.shape)
-            if hasattr(item, "shape")
-            else type(item).__name__
-            for item in got
-        )
+        shapes = ", ".join(shape_of(x) or type(x).__name__ for x in got)
         hint = None
-        if tuple(got[0].shape) == tuple(expected_shape):
+        if tuple(got[0].shape) == expected.shape:
             hint = (
                 "return only the output (did you return `(output, weights)`?)"
             )
@@ -448,7 +410,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected_shape) -> None:
             "returned a tuple of {n} items ({shapes}); expected one array of "
             "shape {shape}."
         )
-        shape = _shape_text(expected_shape)
+        shape = shape_of(expected)
         fail(
             name, problem, inputs, hint, n=len(got), shapes=shapes, shape=shape
         )
@@ -505,7 +467,7 @@ def expect_close(
     `what` names the answer in the first line ("the weights", ...).
     """
     expected = to_array(expected)
-    _wrong_type(name, inputs, got, expected.shape)
+    _wrong_type(name, inputs, got, expected)
     rtol, atol = _tolerance(got, atol, rtol)
     try:
         got_array = to_array(got)
@@ -543,10 +505,7 @@ def _wrong_shape(name, inputs, got, expected, hint, subject) -> None:
             message("(the same number of values, arranged differently)")
         )
     problem = "{subject}shape {got}, expected shape {expected}."
-    shapes = {
-        "got": _shape_text(got.shape),
-        "expected": _shape_text(expected.shape),
-    }
+    shapes = {"got": shape_of(got), "expected": shape_of(expected)}
     fail(name, problem, inputs, hint, details, subject=subject, **shapes)
 
 
@@ -555,7 +514,7 @@ def _wrong_values(name, inputs, got, expected, hint, subject, rtol, atol):
     index, count, largest, nans = _first_difference(got, expected, rtol, atol)
     finite = expected[np.isfinite(expected)]
     scale = float(np.abs(finite).max()) if finite.size else 1.0
-    fields = {"subject": subject, "at": _index_text(index)}
+    fields = {"subject": subject, "at": str([int(i) for i in index])}
     fields["expected"] = _number(expected[index], scale)
     fields["got"] = _number(got[index], scale)
     problem = (
@@ -829,12 +788,10 @@ def _preserve_random_state():
     finally:
         random.setstate(python_state)
         np.random.set_state(numpy_state)  # noqa: NPY002
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            if torch_state is not None:
-                torch.random.set_rng_state(torch_state)
-            if cuda_states is not None:
-                torch.cuda.set_rng_state_all(cuda_states)
+        if torch_state is not None:
+            torch.random.set_rng_state(torch_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
 
 
 # ---------------------------------------------------------------- verdict
@@ -849,7 +806,7 @@ def verdict(name: str, success: str, run_cases: Callable[[], None]) -> None:
         with _preserve_random_state():
             run_cases()
     except _NotDone as not_done:
-        function_name = not_done.function_name or _display_name(name)
+        function_name = str(not_done) or _display_name(name)
         not_done = (
             "Not done yet: {name} still raises NotImplementedError.\n"
             "Write your answer in its cell, run that cell, then run this one "

@@ -165,9 +165,8 @@ _MESSAGE_FIELDS = {
 
 @functools.cache
 def _patterns(language: str) -> list[tuple]:
-    """Every English template of the catalog: (its parts, a regular
-    expression that any reading of it matches, its translation); the most
-    specific (the most literal text) first."""
+    """Every English template of the catalog: (its parts, its translation);
+    the most specific (the most literal text) first."""
     patterns = []
     for english, chinese in _entries(language).items():
         if any(not name.isidentifier() for name, *_ in fields_of(english)):
@@ -176,20 +175,10 @@ def _patterns(language: str) -> list[tuple]:
             (literal, name)
             for literal, name, _, _ in string.Formatter().parse(english)
         ]
-        regex, seen = [], set()
-        for literal, name in parts:
-            regex.append(re.escape(literal))
-            if name in seen:
-                regex.append(f"(?P={name})")
-            elif name is not None:
-                field = _FIELD_PATTERNS.get(name, ".*?")
-                regex.append(f"(?P<{name}>{field})")
-                seen.add(name)
         literal_size = sum(len(literal) for literal, _ in parts)
         if literal_size < 2:  # "{name} {problem}": no text to recognise
             continue
-        pattern = re.compile("".join(regex), re.DOTALL)
-        patterns.append((literal_size, parts, pattern, _plain(chinese)))
+        patterns.append((literal_size, parts, _plain(chinese)))
     patterns.sort(key=lambda item: -item[0])
     return [item[1:] for item in patterns]
 
@@ -304,9 +293,7 @@ def translate_printed(text: str, language_: str = "zh") -> str | None:
     entries = _entries(language_)
     if text in entries:
         return entries[text]
-    for parts, pattern, chinese in _patterns(language_):
-        if pattern.fullmatch(text) is None:
-            continue
+    for parts, chinese in _patterns(language_):
         fallback = None
         for values in itertools.islice(_readings(parts, text), 200):
             fields, balanced = {}, True

@@ -141,14 +141,13 @@ LOGSUMEXP = Exercise(
 check_logsumexp = LOGSUMEXP.checker()
 
 
-def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    counts = mask.sum(axis=1, keepdims=True)
-    total = (values * mask[:, :, None]).sum(axis=1)
-    return total / np.maximum(counts, 1)
-
-
 def _total(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (values * mask[:, :, None]).sum(axis=1)
+
+
+def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    counts = mask.sum(axis=1, keepdims=True)
+    return _total(values, mask) / np.maximum(counts, 1)
 
 
 def _per_column(floor: int) -> Callable:

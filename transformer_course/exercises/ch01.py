@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from functools import partial
+
 import numpy as np
 
 from transformer_course.exercises._core import Exercise, Mistake, fail
@@ -47,10 +50,6 @@ def _as_pairs(name: str, shown, got):
     return got
 
 
-def _skipgram(**changes):
-    return lambda tokens, window: _skipgram_reference(tokens, window, **changes)
-
-
 SKIPGRAM_PAIRS = Exercise(
     name="skipgram_pairs",
     success="produces the skip-gram pairs.",
@@ -71,7 +70,7 @@ SKIPGRAM_PAIRS = Exercise(
     convert=_as_pairs,
     mistakes=[
         Mistake(
-            _skipgram(skip_by_word=True),
+            partial(_skipgram_reference, skip_by_word=True),
             "skip the centre by its position (`j != i`), not by its word "
             "(`tokens[j] != centre`): the same word elsewhere in the window "
             "is a real context.",
@@ -82,11 +81,11 @@ SKIPGRAM_PAIRS = Exercise(
             "training examples.",
         ),
         Mistake(
-            _skipgram(include_centre=True),
+            partial(_skipgram_reference, include_centre=True),
             "a word is not its own context: skip the centre position.",
         ),
         Mistake(
-            _skipgram(right_only=True),
+            partial(_skipgram_reference, right_only=True),
             "the context lies on both sides of the centre, not only after it.",
         ),
         Mistake(
@@ -323,16 +322,11 @@ def _bpe_leftmost(word, merges):
     known = {tuple(pair) for pair in merges}
     symbols = _symbols(word)
     while True:
-        for i in range(len(symbols) - 1):
-            if (symbols[i], symbols[i + 1]) in known:
-                symbols = [
-                    *symbols[:i],
-                    symbols[i] + symbols[i + 1],
-                    *symbols[i + 2 :],
-                ]
-                break
-        else:
+        pairs = itertools.pairwise(symbols)
+        pair = next((pair for pair in pairs if pair in known), None)
+        if pair is None:
             return symbols
+        symbols = _merge_all(symbols, pair, first_only=True)
 
 
 _BPE_CASES = [

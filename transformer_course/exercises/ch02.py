@@ -21,20 +21,24 @@ def _encoding(
     first: int = 0,
     swap: bool = False,
     layout: str = "interleaved",
+    base: float = 10000.0,
 ):
-    """The sinusoidal encoding (base 10000), or a known variant of it.
+    """The sinusoidal encoding, or a known variant of it.
 
     `exponents` of shape (d_model/2,) replaces 2i/d_model; `first` is the first
     position; `swap` puts cosines in the even dimensions; `layout="halves"`
-    puts all sines first, then all cosines.
+    puts all sines first, then all cosines, and `layout="sines"` keeps the
+    sines only.
     """
     if exponents is None:
         exponents = np.arange(0, d_model, 2) / d_model
     positions = np.arange(first, first + seq_len)[:, None]
-    angles = positions / 10000.0**exponents  # (T, d_model/2)
+    angles = positions / base**exponents  # (T, d_model/2)
     sines, cosines = np.sin(angles), np.cos(angles)
     if swap:
         sines, cosines = cosines, sines
+    if layout == "sines":
+        return sines
     if layout == "halves":
         return np.concatenate([sines, cosines], axis=1)
     encoding = np.zeros((seq_len, d_model))
@@ -120,18 +124,6 @@ POSITIONAL_ENCODING = Exercise(
 check_positional_encoding = POSITIONAL_ENCODING.checker()
 
 
-def _table(seq_len: int, d_model: int, base: float, sines_only: bool):
-    """An encoding table with the checker's base; sines only if asked."""
-    frequencies = base ** (-np.arange(0, d_model, 2) / d_model)
-    angles = np.arange(seq_len)[:, None] * frequencies
-    if sines_only:
-        return np.sin(angles)
-    table = np.zeros((seq_len, d_model))
-    table[:, 0::2] = np.sin(angles)
-    table[:, 1::2] = np.cos(angles)
-    return table
-
-
 def _least_squares(table: np.ndarray, k: int) -> np.ndarray | None:
     if k < 1:
         return None
@@ -139,7 +131,7 @@ def _least_squares(table: np.ndarray, k: int) -> np.ndarray | None:
     return solution.T
 
 
-_SINES_ONLY = _table(64, 8, 100.0, True)
+_SINES_ONLY = _encoding(64, 8, base=100.0, layout="sines")
 
 
 def _rotation(table: np.ndarray, k: int) -> np.ndarray:
@@ -167,8 +159,8 @@ FIT_SHIFT_MATRIX = Exercise(
     doc="""Check `fit_shift_matrix(encoding, k)`: the least-squares M with
     encoding[pos + k] ~ M @ encoding[pos], on sinusoidal and sines-only tables.""",
     cases=[
-        (_table(64, 8, 100.0, False), 3),
-        (_table(80, 12, 100.0, False), 1),
+        (_encoding(64, 8, base=100.0), 3),
+        (_encoding(80, 12, base=100.0), 1),
         (_SINES_ONLY, 3),
     ],
     reference=_least_squares,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from functools import partial
 from collections.abc import Callable
 
 import numpy as np
@@ -252,26 +253,19 @@ def _attention(q, k, v, scale=None, axis=-1, transpose_scores=False):
 
 def _attention_cases():
     rng = np.random.default_rng(3)
-    return [
-        # square first: the shape-preserving mistakes show their hint there
-        (
-            rng.normal(size=(4, 6)) * 2,
-            rng.normal(size=(4, 6)),
-            rng.normal(size=(4, 2)),
-        ),
-        # cross-attention: T_q != T_k and d_v != d_k
-        (
-            rng.normal(size=(3, 4)),
-            rng.normal(size=(5, 4)),
-            rng.normal(size=(5, 9)),
-        ),
-        # large scores: a softmax without the max subtracted overflows
-        (
-            rng.normal(size=(2, 4)) * 40,
-            rng.normal(size=(3, 4)) * 40,
-            rng.normal(size=(3, 2)),
-        ),
-    ]
+    cases = []
+    # square first: the shape-preserving mistakes show their hint there;
+    # then cross-attention (T_q != T_k, d_v != d_k); then large scores, where
+    # a softmax without the max subtracted overflows
+    for T_q, T_k, d_k, d_v, q_scale, k_scale in [
+        (4, 4, 6, 2, 2, 1),
+        (3, 5, 4, 9, 1, 1),
+        (2, 3, 4, 2, 40, 40),
+    ]:
+        q = rng.normal(size=(T_q, d_k)) * q_scale
+        k = rng.normal(size=(T_k, d_k)) * k_scale
+        cases.append((q, k, rng.normal(size=(T_k, d_v))))
+    return cases
 
 
 _ATTENTION_CASES = _attention_cases()
@@ -420,10 +414,6 @@ def _additive_cases():
     return cases
 
 
-def _additive_variant(**changes) -> Callable:
-    return lambda *case: _additive(*case, **changes)
-
-
 _NO_SCALE = (
     "additive attention has no 1/sqrt({d}) scale: w and the tanh bound the "
     "scores already."
@@ -440,18 +430,18 @@ ADDITIVE_ATTENTION = Exercise(
     inspect=_by_hand("additive attention"),
     mistakes=[
         Mistake(
-            _additive_variant(tanh=False),
+            partial(_additive, tanh=False),
             "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j W_k). "
             "Without it (or with tanh on q_i W_q alone) the query's term is "
             "the same for every key and cancels in the softmax.",
         ),
         Mistake(
-            _additive_variant(tanh_last=True),
+            partial(_additive, tanh_last=True),
             "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, "
             "then take the dot product with w.",
         ),
         Mistake(
-            _additive_variant(axis=0),
+            partial(_additive, axis=0),
             "softmax over the wrong axis: each query's weights over the keys "
             "must sum to 1 (axis=-1).",
         ),

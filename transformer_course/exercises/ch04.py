@@ -330,14 +330,12 @@ class _Sequence:
         return message("fn: {description}", description=description)
 
 
-def _softmax_rows(scores: np.ndarray) -> np.ndarray:
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _masked_attention(x: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+def _attention(x: np.ndarray, ahead: int) -> np.ndarray:
+    """Self-attention in which position i sees the keys up to i + ahead."""
+    allowed = _lower(len(x), k=ahead)
     scores = np.where(allowed, x @ x.T / np.sqrt(x.shape[1]), -np.inf)
-    return _softmax_rows(scores) @ x
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ x
 
 
 def _look_ahead_at_2(x: np.ndarray) -> np.ndarray:
@@ -355,16 +353,12 @@ def _tiny_leak(x: np.ndarray) -> np.ndarray:
 
 
 def _sequences() -> list[_Sequence]:
-    def band(x, ahead):
-        n = len(x)
-        return _masked_attention(
-            x, np.tril(np.ones((n, n), dtype=bool), k=ahead)
-        )
-
     return [
-        _Sequence(lambda x: band(x, 0), "causal self-attention", False),
+        _Sequence(lambda x: _attention(x, 0), "causal self-attention", False),
         _Sequence(
-            lambda x: band(x, len(x)), "self-attention without a mask", True
+            lambda x: _attention(x, len(x)),
+            "self-attention without a mask",
+            True,
         ),
         _Sequence(
             _look_ahead_at_2,
@@ -384,7 +378,9 @@ def _sequences() -> list[_Sequence]:
             _tiny_leak, "running sum, plus 0.01 * x[3] at position 0", True
         ),
         _Sequence(
-            lambda x: band(x, 1), "attention that sees one token ahead", True
+            lambda x: _attention(x, 1),
+            "attention that sees one token ahead",
+            True,
         ),
         _Sequence(
             lambda x: np.vstack([x[:1], np.diff(x, axis=0)]),

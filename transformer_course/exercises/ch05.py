@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -242,23 +243,12 @@ def _module_output(x, W_q, W_k, W_v, W_o):
         return module(x, x, x).numpy()
 
 
-def _einsum_variant(**changes) -> Callable:
-    def variant(*args):
-        import torch
-
-        with torch.no_grad():
-            return _einsum_reference(*args, **changes)
-
-    return variant
-
-
 def _scaled(scale: Callable) -> Callable:
     """The reference with the scale `scale(d_model, d_k)`."""
 
     def variant(x, W_q, *W):
-        return _einsum_variant(scale=scale(x.size(-1), W_q.size(-1)))(
-            x, W_q, *W
-        )
+        scaled = scale(x.size(-1), W_q.size(-1))
+        return _einsum_reference(x, W_q, *W, scale=scaled)
 
     return variant
 
@@ -274,17 +264,17 @@ EINSUM_ATTENTION = Exercise(
     atol=1e-5,
     mistakes=[
         Mistake(
-            _einsum_variant(softmax_dim=-2),
+            partial(_einsum_reference, softmax_dim=-2),
             "the softmax runs over the queries: each query's weights over the "
             "keys must sum to 1 (the key axis).",
         ),
         Mistake(
-            _einsum_variant(scale=0.5),
+            partial(_einsum_reference, scale=0.5),
             "the scale is written in as 1/2, right only for d_k = 4: take d_k "
             "from the weights, W_q.shape[-1].",
         ),
         Mistake(
-            _einsum_variant(scale=1.0),
+            partial(_einsum_reference, scale=1.0),
             "the scores are not scaled: divide by sqrt(d_k).",
         ),
         Mistake(

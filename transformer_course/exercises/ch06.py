@@ -53,38 +53,6 @@ _TENSOR = Refusal(
 
 
 @_no_grad
-def _decoder_variant(
-    layer,
-    x,
-    memory,
-    self_mask,
-    keys_values,
-    cross_mask,
-    feed_forward=True,
-    queries="y",
-):
-    """DecoderLayer's computation with other masks, with keys and values (or
-    queries) taken from the decoder's states ("y") or the memory ("m"), or
-    without its feed-forward sub-layer. `self_mask` "causal" is the causal
-    mask, "~causal" its inverse."""
-    import torch
-
-    causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-    if isinstance(self_mask, str):
-        self_mask = causal if self_mask == "causal" else ~causal
-    y = layer.residual1(x, lambda z: layer.self_attn(z, z, z, self_mask))
-
-    def cross(z):
-        query = z if queries == "y" else memory
-        keys = z if keys_values[0] == "y" else memory
-        values = z if keys_values[1] == "y" else memory
-        return layer.cross_attn(query, keys, values, cross_mask)
-
-    y = layer.residual2(y, cross)
-    return layer.residual3(y, layer.feed_forward) if feed_forward else y
-
-
-@_no_grad
 def _cross_first(layer, x, memory, src_mask):
     """The decoder layer with its two attention sub-layers swapped."""
     y = layer.residual1(
@@ -117,20 +85,42 @@ def _decoder_cases():
     return cases
 
 
-def _decoder(*masks_and_sources, square=False, **kwargs):
-    """A variant of (layer, x, memory, src_mask): `_decoder_variant` with
-    "src_mask" and "~src_mask" read from the case; None where `square` asks
-    for T_tgt == T_src and the case is not."""
+def _decoder(
+    self_mask,
+    keys_values,
+    cross_mask,
+    square=False,
+    feed_forward=True,
+    queries="y",
+) -> Callable:
+    """A variant of (layer, x, memory, src_mask): DecoderLayer's computation
+    with other masks ("causal", "src_mask", "~" before one for its inverse,
+    None for none), with keys and values (or queries) taken from the
+    decoder's states ("y") or the memory ("m"), or without its feed-forward
+    sub-layer; None where `square` asks for T_tgt == T_src and the case is
+    not."""
 
+    @_no_grad
     def variant(layer, x, memory, src_mask):
+        import torch
+
         if square and x.size(1) != memory.size(1):
             return None
-        masks = {"src_mask": src_mask, "~src_mask": ~src_mask}
-        args = [
-            masks.get(a, a) if isinstance(a, str) else a
-            for a in masks_and_sources
-        ]
-        return _decoder_variant(layer, x, memory, *args, **kwargs)
+        causal = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+        masks = {"causal": causal, "src_mask": src_mask, None: None}
+        masks |= {f"~{name}": ~masks[name] for name in ("causal", "src_mask")}
+
+        def cross(z):
+            query = z if queries == "y" else memory
+            keys = z if keys_values[0] == "y" else memory
+            values = z if keys_values[1] == "y" else memory
+            return layer.cross_attn(query, keys, values, masks[cross_mask])
+
+        y = layer.residual1(
+            x, lambda z: layer.self_attn(z, z, z, masks[self_mask])
+        )
+        y = layer.residual2(y, cross)
+        return layer.residual3(y, layer.feed_forward) if feed_forward else y
 
     return variant
 
@@ -435,10 +425,6 @@ def _encode_variant(model, src, order="pre", final="end", mask=True):
     return x if isinstance(x, torch.Tensor) else None
 
 
-def _encoder_variant(**kwargs) -> Callable:
-    return lambda model, src: _encode_variant(model, src, **kwargs)
-
-
 PRE_LN_ENCODE = Exercise(
     name="pre_ln_encode",
     success="pre-LN sub-layers, the padding mask, one final LayerNorm.",
@@ -460,28 +446,28 @@ PRE_LN_ENCODE = Exercise(
     atol=1e-4,
     mistakes=[
         Mistake(
-            _encoder_variant(final=None),
+            functools.partial(_encode_variant, final=None),
             "the final LayerNorm is missing: a pre-LN stack ends with "
             "model.encoder_norm.",
         ),
         Mistake(
-            _encoder_variant(final="every"),
+            functools.partial(_encode_variant, final="every"),
             "apply model.encoder_norm once, after the last layer, not after "
             "every layer.",
         ),
         Mistake(
-            _encoder_variant(order="post"),
+            functools.partial(_encode_variant, order="post"),
             "that is post-LN (LayerNorm after the addition); so is "
             "model.encode or layer(x, mask) here: their Residuals are set to "
             "post-LN. Build each sub-layer as x + sublayer(residualK.norm(x)).",
         ),
         Mistake(
-            _encoder_variant(order="post", final=None),
+            functools.partial(_encode_variant, order="post", final=None),
             "that is the post-LN encoder: pre-LN normalises each sub-layer's "
             "input, adds x, and ends with model.encoder_norm.",
         ),
         Mistake(
-            _encoder_variant(mask=False),
+            functools.partial(_encode_variant, mask=False),
             "the padding mask is missing: (src != pad_id) of shape (B, 1, "
             "T_src), passed to self_attn.",
         ),

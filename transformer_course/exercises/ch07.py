@@ -183,8 +183,17 @@ def _reference_batches(lengths, max_tokens):
     return batches + [batch]
 
 
-def _padded(batches, lengths, side):
-    return sum(len(b) * max(lengths[i][side] for i in b) for b in batches)
+def _padded(batch, lengths, side) -> int:
+    """The padded size of one side (0: source, 1: target) of a batch."""
+    return len(batch) * max(lengths[i][side] for i in batch)
+
+
+def _padding_waste(batches, lengths) -> float:
+    """The share of the padded positions, both sides together, that is
+    padding."""
+    real = sum(s + t for s, t in lengths)
+    padded = sum(_padded(b, lengths, side) for b in batches for side in (0, 1))
+    return 1 - real / padded
 
 
 def _as_batches(name: str, shown, got) -> list[list[int]]:
@@ -271,63 +280,59 @@ def _one_too_many(batch, lengths, max_tokens) -> bool:
     for left_out in batch:
         rest = [i for i in batch if i != left_out]
         if rest and all(
-            len(rest) * max(lengths[i][side] for i in rest) <= max_tokens
-            for side in (0, 1)
+            _padded(rest, lengths, side) <= max_tokens for side in (0, 1)
         ):
             return True
     return False
 
 
-# why a batch is over budget: the first rule that holds gives the hint
-_OVER_BUDGET = [
-    (
-        lambda summed, fits, one_too_many: summed,
-        "count padded positions: len(batch) * the longest length in it, not "
-        "the sum of lengths.",
-    ),
-    (
-        lambda summed, fits, one_too_many: fits[0] != fits[1],
-        "check the {what} side too: the paper counts source and target tokens.",
-    ),
-    (
-        lambda summed, fits, one_too_many: one_too_many,
-        "check the batch as it would be WITH the new example: (len(batch) + "
-        "1) * max(longest, its length) <= max_tokens, before adding it.",
-    ),
-]
-
-
-def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
-    def padded(batch, side):
-        return len(batch) * max(lengths[i][side] for i in batch)
-
-    fits = [all(padded(b, side) <= max_tokens for b in got) for side in (0, 1)]
-    summed = all(
+def _over_budget_hint(got, batch, lengths, max_tokens) -> str | None:
+    """Why a batch is over budget: the first reason that holds."""
+    if all(
         sum(lengths[i][side] for i in b) <= max_tokens
         for b in got
         for side in (0, 1)
-    )
+    ):
+        return (
+            "count padded positions: len(batch) * the longest length in it, "
+            "not the sum of lengths."
+        )
+    fits = [
+        all(_padded(b, lengths, side) <= max_tokens for b in got)
+        for side in (0, 1)
+    ]
+    if fits[0] != fits[1]:
+        return (
+            "check the {what} side too: the paper counts source and target "
+            "tokens."
+        )
+    if _one_too_many(batch, lengths, max_tokens):
+        return (
+            "check the batch as it would be WITH the new example: (len(batch) "
+            "+ 1) * max(longest, its length) <= max_tokens, before adding it."
+        )
+    return None
+
+
+def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
     for batch in got:
         for side, what in [(0, "source"), (1, "target")]:
-            if padded(batch, side) <= max_tokens:
+            padded = _padded(batch, lengths, side)
+            if padded <= max_tokens:
                 continue
-            too_many = _one_too_many(batch, lengths, max_tokens)
-            hint = next(
-                (h for test, h in _OVER_BUDGET if test(summed, fits, too_many)),
-                None,
-            )
+            hint = _over_budget_hint(got, batch, lengths, max_tokens)
             problem = (
                 "made a batch of {n} whose padded {what} size is {padded} > "
                 "max_tokens={max_tokens}."
             )
             what = message(what)
             fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
-            fields["padded"] = padded(batch, side)
             fail(
                 name,
                 problem,
                 shown,
                 hint and message(hint, what=what),
+                padded=padded,
                 **fields,
             )
 
@@ -370,11 +375,8 @@ def _judge_batches(name, shown, got, reference, lengths, max_tokens) -> None:
         fail(name, _TOO_MANY_BATCHES, shown, hint, **counts)
     # padding of source and target together: sorting by the source, the
     # target or their sum are all fine ways to keep it small
-    real = sum(s + t for s, t in lengths)
-    waste = 1 - real / (_padded(got, lengths, 0) + _padded(got, lengths, 1))
-    best = 1 - real / (
-        _padded(reference, lengths, 0) + _padded(reference, lengths, 1)
-    )
+    waste = _padding_waste(got, lengths)
+    best = _padding_waste(reference, lengths)
     if waste > 2 * best + 0.05:
         problem = (
             "wastes {waste:.0%} of its padded positions (source and target "
@@ -468,11 +470,6 @@ def _smoothed(
     raise ValueError(reduce)
 
 
-def _smoothing_variant(**changes) -> Callable:
-    """A known mistake: `_smoothed` with one step changed."""
-    return lambda *args: _smoothed(*args, **changes)
-
-
 def _pad_is_zero(**changes) -> Callable:
     """A mistake that takes token 0 for <pad>: seen only where pad_id != 0."""
     return lambda *args: None if args[3] == 0 else _smoothed(*args, **changes)
@@ -554,63 +551,66 @@ ANNOTATED_SMOOTHING = Exercise(
             "tokens epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(spread=lambda V: V - 1),
+            functools.partial(_smoothed, spread=lambda V: V - 1),
             "spread epsilon over V - 2 tokens: neither the label nor <pad>.",
         ),
         Mistake(
-            _smoothing_variant(spread=lambda V: V),
+            functools.partial(_smoothed, spread=lambda V: V),
             "spread epsilon over V - 2 tokens (epsilon / (V - 2) each), not "
             "over V: neither the label nor <pad> shares it.",
         ),
         Mistake(
-            _smoothing_variant(zero_column=False),
+            functools.partial(_smoothed, zero_column=False),
             "<pad> gets 0 in every row: q[..., pad_id] = 0 after filling q "
             "with epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(add_label=True),
+            functools.partial(_smoothed, add_label=True),
             "the label gets exactly 1 - epsilon: set it (scatter_), do not add "
             "1 - epsilon to its epsilon / (V - 2).",
         ),
         Mistake(
-            _smoothing_variant(label=lambda epsilon: 1.0),
+            functools.partial(_smoothed, label=lambda epsilon: 1.0),
             "the label gets 1 - epsilon, not 1: the target q sums to 1.",
         ),
-        Mistake(_smoothing_variant(mask_id=-1), _PAD_ROWS),
-        Mistake(_smoothing_variant(mask_id=-1, zero_column=False), _PAD_ROWS),
+        Mistake(functools.partial(_smoothed, mask_id=-1), _PAD_ROWS),
+        Mistake(
+            functools.partial(_smoothed, mask_id=-1, zero_column=False),
+            _PAD_ROWS,
+        ),
         Mistake(
             lambda *args: _smoothed(*args) * (args[1] != args[3]).sum(),
             "return the mean over the non-padding tokens, not the sum.",
         ),
         Mistake(
-            _smoothing_variant(reduce="all"),
+            functools.partial(_smoothed, reduce="all"),
             "average over the non-padding tokens (divide by their number): "
             "rows of padding count 0 in the sum, but not in the mean's "
             "denominator B * T.",
         ),
         Mistake(
-            _smoothing_variant(reduce="sentences"),
+            functools.partial(_smoothed, reduce="sentences"),
             "average over the non-padding tokens (divide by their number): a "
             "mean per sentence, then over sentences, weighs the tokens of "
             "short sentences more.",
         ),
         Mistake(
-            _smoothing_variant(reduce="batch"),
+            functools.partial(_smoothed, reduce="batch"),
             "average over the non-padding tokens (divide by their number), "
             "not by the number of sentences.",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x),
+            functools.partial(_smoothed, log_probs=lambda x: x),
             "logits are not log-probabilities: take logits.log_softmax(dim=-1) "
             "first.",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x.log_softmax(1)),
+            functools.partial(_smoothed, log_probs=lambda x: x.log_softmax(1)),
             "normalise over the vocabulary, the last dimension: "
             "log_softmax(dim=-1).",
         ),
         Mistake(
-            _smoothing_variant(log_probs=lambda x: x.softmax(-1)),
+            functools.partial(_smoothed, log_probs=lambda x: x.softmax(-1)),
             "use log-probabilities, not probabilities: log_softmax(dim=-1).",
         ),
         Mistake(
@@ -630,44 +630,40 @@ check_annotated_smoothing = ANNOTATED_SMOOTHING.checker()
 _PLAIN = (bool, int, float, str, bytes, type(None))
 
 
-def _first_unsafe(value, path: str = "state"):
-    """(path, value) of the first item that is not plain data
-    (tensors, numbers, strings, bytes, lists, tuples, dicts, sets), if any."""
-    if is_tensor(value) or type(value) in _PLAIN:
-        return None
+def _leaves(value, path: str = "state") -> list[tuple[str, object]]:
+    """(path, item) of every item of `value`, nested lists, tuples, sets and
+    dicts opened."""
     if isinstance(value, dict):
         items = [(f"{path}[{key!r}]", item) for key, item in value.items()]
     elif type(value) in (list, tuple, set, frozenset):
         items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
     else:
-        return path, value
-    for item_path, item in items:
-        found = _first_unsafe(item, item_path)
-        if found is not None:
-            return found
+        return [(path, value)]
+    return [leaf for at, item in items for leaf in _leaves(item, at)]
+
+
+def _first_unsafe(state):
+    """(path, value) of the first item that is not plain data
+    (tensors, numbers, strings, bytes, lists, tuples, dicts, sets), if any."""
+    for path, value in _leaves(state):
+        if not (is_tensor(value) or type(value) in _PLAIN):
+            return path, value
     return None
 
 
-def _pickled(value):
-    """The first bytes object in `value` that is a whole pickle, if any."""
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) < 2 or value[0] != 0x80:  # pickle protocols 2 to 5
-            return None
-        try:
-            ops = list(pickletools.genops(bytes(value)))
-        except Exception:  # noqa: BLE001 (not a pickle: any error says so)
-            return None
-        last = ops[-1] if ops else None
-        if last and last[0].name == "STOP" and last[2] == len(value) - 1:
-            return value
-        return None
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        for item in value:
-            if _pickled(item) is not None:
-                return item
-    return None
+def _is_pickle(value) -> bool:
+    """Whether `value` is bytes that hold a whole pickle."""
+    if not isinstance(value, (bytes, bytearray)) or len(value) < 2:
+        return False
+    if value[0] != 0x80:  # pickle protocols 2 to 5
+        return False
+    try:
+        ops = list(pickletools.genops(bytes(value)))
+    except Exception:  # noqa: BLE001 (not a pickle: any error says so)
+        return False
+    return (
+        bool(ops) and ops[-1][0].name == "STOP" and ops[-1][2] == len(value) - 1
+    )
 
 
 def _unsafe_hint(value) -> str:
@@ -776,7 +772,7 @@ def _saved_and_loaded(name: str, shown, state):
         loaded = torch.load(buffer, weights_only=True)
     except Exception as error:  # noqa: BLE001 (the unpickler's message is the point)
         _refused_by_load(name, shown, state, str(error))
-    if _pickled(loaded) is not None:
+    if any(_is_pickle(value) for _, value in _leaves(loaded)):
         problem = (
             "stored pickled bytes (pickle.dumps) in the state: restore would "
             "unpickle them, which can run any code, exactly what "

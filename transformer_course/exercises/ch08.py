@@ -180,12 +180,8 @@ check_clipped_matches_multi = CLIPPED_MATCHES_MULTI.checker()
 
 
 def _closest(hyp_len, ref_lens, prefer_shorter=True):
-    key = (
-        (lambda r: (abs(r - hyp_len), r))
-        if prefer_shorter
-        else (lambda r: (abs(r - hyp_len), -r))
-    )
-    return min(ref_lens, key=key)
+    sign = 1 if prefer_shorter else -1  # which of two as close wins
+    return min(ref_lens, key=lambda r: (abs(r - hyp_len), sign * r))
 
 
 def _bp(c, r) -> float:

@@ -508,10 +508,6 @@ def _rope_cases():
     return cases
 
 
-def _rope_variant(**changes) -> Callable:
-    return lambda x, positions: _rope_half(x, positions, **changes)
-
-
 _OFF_BY_ONE = (
     "the positions are off by one: the angle is p theta_i with p as given "
     "(position 0 is not rotated)."
@@ -538,22 +534,22 @@ ROPE_HALF = Exercise(
     refusals=[_TENSOR],
     mistakes=[
         Mistake(
-            _rope_variant(split=False),
+            functools.partial(_rope_half, split=False),
             "those are the chapter's pairs (2i, 2i + 1); here dimension i "
             "pairs with i + d/2.",
         ),
         Mistake(
-            _rope_variant(sign=-1.0),
+            functools.partial(_rope_half, sign=-1.0),
             "the rotation goes the other way: the first half gets x1 cos - x2 "
             "sin, the second x2 cos + x1 sin.",
         ),
         Mistake(
-            _rope_variant(exponent=1.0),
+            functools.partial(_rope_half, exponent=1.0),
             "theta_i = base ** (-2 i / d) for i = 0 .. d/2 - 1 (the factor 2 "
             "of chapter 2).",
         ),
         Mistake(
-            _rope_variant(exponent=-2.0),
+            functools.partial(_rope_half, exponent=-2.0),
             "theta_i = base ** (-2 i / d) shrinks with i: mind the minus sign "
             "of the exponent.",
         ),
