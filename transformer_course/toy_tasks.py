@@ -300,10 +300,12 @@ import numpy as np
 
 # _numbers's randrange per length: (lowest number, how many numbers)
 _LOWEST = np.array([0, 10, 100, 1000, 10000])
-_WIDTH = np.array([10, 90, 900, 9000, 90000], dtype=np.uint32)
+_WIDTHS = [10, 90, 900, 9000, 90000]
 # getrandbits(k) for k <= 32 is the top k bits of one 32-bit word, and
-# _randbelow(n) takes k = n.bit_length() bits, drawing again while r >= n
-_SHIFT = np.array([32 - int(n).bit_length() for n in _WIDTH], dtype=np.uint32)
+# _randbelow(n) takes k = n.bit_length() bits, drawing again while r >= n:
+# it keeps a word exactly when the word is below n << (32 - k)
+_SHIFT = np.array([32 - n.bit_length() for n in _WIDTHS], dtype=np.uint32)
+_BELOW = [n << (32 - n.bit_length()) for n in _WIDTHS]
 
 
 def _first_accepted(accepts, at):
@@ -325,16 +327,18 @@ def _parse_draws(words):
     none), the number drawn and the next node (len(nodes) if none)."""
     size = len(words) + 1
     padded = np.append(words, np.uint32(0))  # 0: a word every test keeps
-    accepts = (padded >> _SHIFT[:, None]) < _WIDTH[:, None]  # (5, size)
-    is_node = (padded >> 29) < 5
+    accepts = np.empty((5, size), dtype=bool)  # a row per length
+    for length, below in enumerate(_BELOW):
+        np.less(padded, np.uint32(below), out=accepts[length])
+    is_node = padded < np.uint32(5 << 29)  # randint(1, 5): 3 bits below 5
     nodes = np.flatnonzero(is_node[:-1])
     length = (padded[nodes] >> 29).astype(np.int64)  # digits - 1
     row = length * size
     end = _first_accepted(accepts.ravel(), row + nodes + 1) - row
     value = _LOWEST[length] + (padded[end] >> _SHIFT[length])
-    following = _first_accepted(is_node, np.minimum(end + 1, size - 1))
-    node_index = np.cumsum(is_node, dtype=np.int64) - 1
-    return nodes, end, value, node_index[following]
+    # the next node's index: how many nodes lie at or before `end`
+    nodes_up_to = np.append(np.cumsum(is_node[:-1]), len(nodes))
+    return nodes, end, value, nodes_up_to[end]
 
 
 def _walk(following, steps):
