@@ -292,3 +292,151 @@ def _numbers(rng, count, keep) -> list[int]:
         if keep(n):
             numbers.add(n)
     return sorted(numbers)
+
+# %% ../book/07_2_the_recipe.ipynb #numbers-fast
+import random
+
+import numpy as np
+
+# _numbers's randrange per length: (lowest number, how many numbers)
+_LOWEST = np.array([0, 10, 100, 1000, 10000])
+_WIDTHS = [10, 90, 900, 9000, 90000]
+# getrandbits(k) for k <= 32 is the top k bits of one 32-bit word, and
+# _randbelow(n) takes k = n.bit_length() bits, drawing again while r >= n:
+# it keeps a word exactly when the word is below n << (32 - k)
+_SHIFT = np.array([32 - n.bit_length() for n in _WIDTHS], dtype=np.uint32)
+_BELOW = [n << (32 - n.bit_length()) for n in _WIDTHS]
+
+
+def _first_accepted(accepts, at):
+    """For each index in `at`, the first index >= it where the boolean
+    array `accepts` is True (its last entry must be True)."""
+    at = at.copy()
+    pending = np.flatnonzero(~accepts[at])
+    while len(pending):
+        at[pending] += 1
+        pending = pending[~accepts[at[pending]]]
+    return at
+
+
+def _parse_draws(words):
+    """_numbers's draws in `words` (rng.getrandbits(32) outputs, read from
+    index 0 when the loop is about to draw a length). A node is a word that
+    randint(1, 5) keeps (its top 3 bits below 5); for each node: its index
+    in words, the index of the word randrange then keeps (len(words) if
+    none), the number drawn and the next node (len(nodes) if none)."""
+    size = len(words) + 1
+    padded = np.append(words, np.uint32(0))  # 0: a word every test keeps
+    accepts = np.empty((5, size), dtype=bool)  # a row per length
+    for length, below in enumerate(_BELOW):
+        np.less(padded, np.uint32(below), out=accepts[length])
+    is_node = padded < np.uint32(5 << 29)  # randint(1, 5): 3 bits below 5
+    nodes = np.flatnonzero(is_node[:-1])
+    length = (padded[nodes] >> 29).astype(np.int64)  # digits - 1
+    row = length * size
+    end = _first_accepted(accepts.ravel(), row + nodes + 1) - row
+    value = _LOWEST[length] + (padded[end] >> _SHIFT[length])
+    # the next node's index: how many nodes lie at or before `end`
+    nodes_up_to = np.append(np.cumsum(is_node[:-1]), len(nodes))
+    return nodes, end, value, nodes_up_to[end]
+
+
+def _walk(following, steps):
+    """The first `steps` nodes of the chain node 0, following[0], ...
+    (one step at a time), stopping before len(following)."""
+    chain, node = [], 0
+    while node < len(following) and len(chain) < steps:
+        chain.append(node)
+        node = int(following[node])
+    return np.array(chain, dtype=np.int64)
+
+
+def _chain(following):
+    """Every node of the chain from node 0 (as _walk(following, all)).
+    Chains from any two nodes soon meet, so the nodes reached in 2**j steps
+    from any node, plus the first 2**j steps from node 0, are the chain once
+    they form one: checked exactly, doubling j (pointer doubling) until so."""
+    stop = len(following)
+    jump = np.append(following, stop)  # one step; `stop` stays put
+    steps = 1
+    while steps < stop:
+        jump, steps = jump[jump], 2 * steps
+        if steps < 64:
+            continue
+        on_chain = np.zeros(stop + 1, dtype=bool)
+        on_chain[jump] = True
+        on_chain[_walk(following, steps)] = True
+        chain = np.flatnonzero(on_chain[:stop])
+        nexts = np.append(chain[1:], stop)
+        if chain[0] == 0 and np.array_equal(following[chain], nexts):
+            return chain
+    return _walk(following, stop)
+
+
+def _mersenne(rng):
+    """NumPy's MT19937 in rng's state: its random_raw() gives the 32-bit
+    words that rng.getrandbits(32) would give, in the same order."""
+    state = rng.getstate()[1]  # 624 words and the position in them
+    bits = np.random.MT19937()
+    key = np.array(state[:624], dtype=np.uint32)
+    bits.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": key, "pos": state[624]},
+    }
+    return bits
+
+
+def _advance(rng, bits, used):
+    """Leave rng as if it had given `used` words after bits' state."""
+    bits.random_raw(used)
+    state = bits.state["state"]
+    internal = (*state["key"].tolist(), int(state["pos"]))
+    version, _, gauss = rng.getstate()
+    rng.setstate((version, internal, gauss))
+
+
+def _numbers_fast(rng, count, keep, window=1 << 16) -> list[int]:
+    """What _numbers(rng, count, keep) returns, with rng left in the same
+    state, computed with NumPy from the words the loop would read (`keep`
+    must depend on n alone); tests/test_numbers_draw.py checks that the
+    two agree. Reads `window` words at a time, doubling it up to 2**21."""
+    if type(rng) is not random.Random or count <= 0:
+        return _numbers(rng, count, keep)
+    kept = np.fromiter((bool(keep(n)) for n in range(10**5)), bool, 10**5)
+    if count > kept.sum():
+        raise ValueError(f"only {kept.sum()} numbers pass keep, not {count}")
+    bits = _mersenne(rng)
+    found, words, offset = [], np.zeros(0, dtype=np.uint32), 0
+    while True:  # words[0] is word `offset` after rng's state
+        saved, saved_at = bits.state, offset + len(words)
+        fresh = bits.random_raw(window).astype(np.uint32)
+        words, window = np.append(words, fresh), min(2 * window, 1 << 21)
+        nodes, end, value, following = _parse_draws(words)
+        chain = _chain(following) if len(nodes) else nodes
+        drawn = chain[end[chain] < len(words)]  # draws the words finish
+        found, last = _first_new(found, value[drawn], kept, count)
+        if last is not None:
+            bits.state = saved
+            _advance(rng, bits, offset + end[drawn[last]] + 1 - saved_at)
+            return sorted(found)
+        resume = len(words)  # the loop's state at the end of words
+        if len(chain):
+            unfinished = end[chain[-1]] == len(words)
+            resume = nodes[chain[-1]] if unfinished else end[chain[-1]] + 1
+        words, offset = words[resume:], offset + resume
+
+
+def _first_new(found, drawn, kept, count):
+    """found plus the numbers of `drawn`, in order, that keep passes and
+    found lacks, up to count in all; and the index in drawn of the one that
+    made count (None if they fall short)."""
+    new = kept[drawn]
+    new[new] = ~np.isin(drawn[new], found)
+    numbers, first = np.unique(drawn[new], return_index=True)
+    first = np.flatnonzero(new)[first]
+    order = np.argsort(first)
+    need = count - len(found)
+    if len(order) < need:
+        return found + numbers.tolist(), None
+    chosen = order[:need]
+    return found + numbers[chosen].tolist(), first[order[need - 1]]

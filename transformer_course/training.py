@@ -11,7 +11,7 @@ import random
 from transformer_course.toy_tasks import (
     TranslationTask,
     Vocabulary,
-    _numbers,
+    _numbers_fast,
     grammar_pairs,
     is_compositional,
     number_pair,
@@ -39,10 +39,13 @@ def make_task(
         seventeen_thousand = lambda n: n // 1000 == 17  # noqa: E731
         rest = [
             number_pair(n)
-            for n in _numbers(rng, wanted, lambda n: not seventeen_thousand(n))
+            for n in _numbers_fast(
+                rng, wanted, lambda n: not seventeen_thousand(n)
+            )
         ]
         held_out = [
-            number_pair(n) for n in _numbers(rng, n_test, seventeen_thousand)
+            number_pair(n)
+            for n in _numbers_fast(rng, n_test, seventeen_thousand)
         ]
     else:
         raise ValueError(
