@@ -11,6 +11,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from transformer_course.catalogs import (
@@ -48,6 +49,7 @@ from transformer_course.translation import (
     Retrieval,
     ban_repeated_ngrams,
     ban_wrong_tags,
+    char_ngrams,
     load_translation_model,
     loops,
     paired_difference,
@@ -511,6 +513,62 @@ def test_retrieval_returns_the_nearest_training_translation():
     ]
     (pair, similarity), _ = memory.nearest(["Delete this page", "x"])
     assert pair == pairs[0] and 0 < similarity < 1
+
+
+def gensim_nearest(pairs, sources) -> list:
+    """The obvious translation memory, message by message in gensim: what
+    Retrieval computed before it was one sparse matrix product."""
+    import gensim
+
+    grams = [char_ngrams(p.source, 3) for p in pairs]
+    dictionary = gensim.corpora.Dictionary(grams)
+    bags = [dictionary.doc2bow(g) for g in grams]
+    tfidf = gensim.models.TfidfModel(bags)
+    index = gensim.similarities.SparseMatrixSimilarity(
+        tfidf[bags], num_features=len(dictionary)
+    )
+    queries = [dictionary.doc2bow(char_ngrams(s, 3)) for s in sources]
+    similarity = np.atleast_2d(index[tfidf[queries]])  # (sources, pairs)
+    return [
+        (pairs[b], float(row[b]))
+        for b, row in zip(similarity.argmax(axis=1), similarity, strict=True)
+    ]
+
+
+def test_retrieval_refuses_an_empty_memory():
+    with pytest.raises(ValueError, match="at least one pair"):
+        Retrieval([])
+
+
+def test_retrieval_finds_what_gensim_finds_on_small_messages():
+    pairs = [
+        MessagePair("a", text, str(n))
+        for n, text in enumerate(
+            [
+                "Delete",
+                "Delete this event",
+                "Open a file",
+                "open a File",
+                "Delete",
+                "Save %s",
+                "x",
+                "Open",
+            ]
+        )
+    ]  # twice "Delete": the first of two equals is the answer
+    sources = ["Delete this page", "Delete", "zzz", "Save %(name)s", "open"]
+    assert Retrieval(pairs).nearest(sources) == gensim_nearest(pairs, sources)
+
+
+@needs_catalogs
+def test_retrieval_finds_what_gensim_finds_on_the_corpus(book_corpus):
+    """The same pair and the same similarity, to the last bit, for dev and
+    test messages against a sixth of the training messages (all of them
+    agree too, but gensim takes minutes there)."""
+    train = book_corpus["train"][::6]
+    sources = [p.source for p in book_corpus["test"] + book_corpus["dev"]]
+    sources = sources[::4]
+    assert Retrieval(train).nearest(sources) == gensim_nearest(train, sources)
 
 
 def test_placeholder_accuracy_wants_each_placeholder_exactly_as_often():

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import sacrebleu
+import scipy.sparse
 
 from transformer_course.corpus import (
     PLACEHOLDER,
@@ -34,20 +35,56 @@ def char_ngrams(text: str, n_max: int = 3) -> list[str]:
 
 class Retrieval:
     """A translation memory: the target of the most similar training source
-    (cosine of tf-idf weighted character n-grams, gensim)."""
+    (cosine of tf-idf weighted character n-grams, gensim's weighting, every
+    source against every training message in one sparse matrix product)."""
 
     def __init__(self, pairs, n_max: int = 3):
-        import gensim  # on first use, as in chapter 1: it takes seconds
-
         self.pairs, self.n_max = list(pairs), n_max
+        if not self.pairs:
+            raise ValueError("a translation memory needs at least one pair")
         grams = [char_ngrams(p.source, n_max) for p in self.pairs]
-        self.dictionary = gensim.corpora.Dictionary(grams)
-        bags = [self.dictionary.doc2bow(g) for g in grams]
-        self.tfidf = gensim.models.TfidfModel(bags)
-        self.index = gensim.similarities.SparseMatrixSimilarity(
-            self.tfidf[bags], num_features=len(self.dictionary)
-        )
+        # n-gram -> column, numbered as gensim's Dictionary does (each
+        # message's new n-grams in sorted order): sums run in gensim's order
+        self.vocabulary = {}
+        for some in grams:
+            new = sorted(set(some).difference(self.vocabulary))
+            self.vocabulary.update(
+                (gram, n) for n, gram in enumerate(new, len(self.vocabulary))
+            )
+        counts = self._counts(grams)  # (messages, n-grams)
+        in_messages = np.bincount(counts.indices, minlength=counts.shape[1])
+        # gensim's TfidfModel: idf = log2(messages / messages with the n-gram)
+        self.idf = np.log(len(self.pairs) / in_messages) / np.log(2.0)
+        # unit rows, normalised twice as gensim's SparseMatrixSimilarity does
+        self.index = self._tfidf(counts, times=2)
         self._last = (None, None)  # the last sources asked, and their answer
+
+    def _counts(self, grams):
+        """(texts, n-grams) sparse counts; n-grams not in the vocabulary
+        are left out."""
+        rows, columns = [], []
+        for row, some in enumerate(grams):
+            known = [self.vocabulary[g] for g in some if g in self.vocabulary]
+            rows += [row] * len(known)
+            columns += known
+        counts = scipy.sparse.csr_matrix(
+            (np.ones(len(rows)), (np.array(rows, int), np.array(columns, int))),
+            shape=(len(grams), len(self.vocabulary)),
+        )
+        counts.sum_duplicates()  # each count once, columns in order
+        return counts
+
+    def _tfidf(self, counts, times: int = 1):
+        """Rows of count * idf scaled to length 1 (`times` times), float32;
+        an n-gram of every training message (idf 0) is left out."""
+        weights = counts.copy()
+        weights.data = weights.data * self.idf[weights.indices]
+        weights.eliminate_zeros()
+        for _ in range(times):
+            length = np.sqrt(weights.multiply(weights).sum(axis=1)).A1
+            length[length == 0] = 1.0  # an empty row stays empty
+            weights.data /= np.repeat(length, np.diff(weights.indptr))
+        return weights.astype(np.float32)
 
     def nearest(
         self, sources, chunk: int = 256
@@ -59,19 +96,16 @@ class Retrieval:
         return self._last[1]
 
     def _search(self, sources, chunk: int) -> list[tuple[MessagePair, float]]:
+        grams = [char_ngrams(s, self.n_max) for s in sources]
+        queries = self._tfidf(self._counts(grams))  # (sources, n-grams)
         out = []
         for start in range(0, len(sources), chunk):
-            bags = [
-                self.dictionary.doc2bow(char_ngrams(s, self.n_max))
-                for s in sources[start : start + chunk]
-            ]
-            similarity = np.atleast_2d(
-                self.index[self.tfidf[bags]]
-            )  # (chunk, N)
-            best = similarity.argmax(axis=1)
+            # (messages, n-grams) @ (n-grams, chunk) -> (messages, chunk)
+            similarity = self.index @ queries[start : start + chunk].T.toarray()
+            best = similarity.argmax(axis=0)  # the first of equals
             out += [
-                (self.pairs[b], float(row[b]))
-                for b, row in zip(best, similarity, strict=True)
+                (self.pairs[b], float(similarity[b, k]))
+                for k, b in enumerate(best)
             ]
         return out
 
