@@ -129,8 +129,9 @@ def reversed_exactly(model) -> float:
     return (out == tgt[:, 1:]).all(dim=1).float().mean().item()
 
 
-def train(updates=None, steps=200, sentences=None):
-    """Every run, trained: ({name: what ships}, {name: its record})."""
+def train(updates=None, steps=200, sentences=None, grammar=None):
+    """Every run, trained: ({name: what ships}, {name: its record});
+    `grammar`: grammar_specs(updates), if made already."""
     from transformer_course.beyond_experiments import (
         fit_or_load,
         reversal_or_load,
@@ -140,7 +141,7 @@ def train(updates=None, steps=200, sentences=None):
     from transformer_course.training import exact_match
 
     runs, records = {}, {}
-    for name, config, start in grammar_specs(updates):
+    for name, config, start in grammar or grammar_specs(updates):
         began = time.process_time()
         run = fit_or_load(name, config, start=start, retrain=True)
         seconds = time.process_time() - began
@@ -201,9 +202,11 @@ def no_training():
             setattr(beyond_experiments, name, function)
 
 
-def score_shipped(records, updates=None, steps=200, sentences=None) -> None:
+def score_shipped(
+    records, updates=None, steps=200, sentences=None, grammar=None
+) -> None:
     """Load every run as section 9.2 does (none may train) and add to its
-    record what the shipped weights score."""
+    record what the shipped weights score; `grammar` as in train()."""
     from transformer_course.beyond_experiments import (
         fit_or_load,
         reversal_or_load,
@@ -212,7 +215,7 @@ def score_shipped(records, updates=None, steps=200, sentences=None) -> None:
     from transformer_course.training import exact_match
 
     with no_training():
-        for name, config, start in grammar_specs(updates):
+        for name, config, start in grammar or grammar_specs(updates):
             run = fit_or_load(name, config, start=start)
             records[name]["test exact match, as shipped"] = exact_match(
                 run.model, run.task, "test", limit=sentences
@@ -230,6 +233,25 @@ def score_shipped(records, updates=None, steps=200, sentences=None) -> None:
                 )
 
 
+def train_and_score(out: Path, shortened: tuple) -> tuple[Path, dict]:
+    """Train every run, write out/beyond_runs.pt, load it back through the
+    section's loaders and score it: (the file, the records)."""
+    from transformer_course import beyond_experiments
+
+    grammar = grammar_specs(shortened[0])  # once, for training and loading
+    runs, records = train(*shortened, grammar=grammar)
+    path = out / "beyond_runs.pt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(runs, path)
+    shipped_path = beyond_experiments.shipped_runs_path
+    beyond_experiments.shipped_runs_path = lambda: path
+    try:
+        score_shipped(records, *shortened, grammar=grammar)
+    finally:
+        beyond_experiments.shipped_runs_path = shipped_path
+    return path, records
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=DATA)
@@ -240,20 +262,16 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)  # as the section trains: the same models
     made_at = commit()  # before this script writes its files
     shortened = (args.updates, args.steps, args.sentences)
+    cached = os.environ.get("TRANSFORMER_COURSE_CACHE")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TRANSFORMER_COURSE_CACHE"] = cache  # nothing cached
-        from transformer_course import beyond_experiments
-
-        runs, records = train(*shortened)
-        path = args.out / "beyond_runs.pt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(runs, path)
-        shipped_path = beyond_experiments.shipped_runs_path
-        beyond_experiments.shipped_runs_path = lambda: path
         try:
-            score_shipped(records, *shortened)
-        finally:
-            beyond_experiments.shipped_runs_path = shipped_path
+            path, records = train_and_score(args.out, shortened)
+        finally:  # as it was, for a caller in this process (the tests)
+            if cached is None:
+                del os.environ["TRANSFORMER_COURSE_CACHE"]
+            else:
+                os.environ["TRANSFORMER_COURSE_CACHE"] = cached
     model, extensions = processor()
     record = {
         "command": " ".join(

@@ -1,9 +1,20 @@
 """`python -m transformer_course.train`: exact resume across processes, and
-DistributedDataParallel on two CPU processes equal to one process."""
+DistributedDataParallel on two CPU processes equal to one process.
 
+Each process the module starts costs about 6 s of CPU before its first update
+(PyTorch and torch._dynamo, which the optimizer imports, 4 s; the grammar task,
+2.5 s), and training adds well under a second. So the runs that only give the
+reference to compare with (the uninterrupted run, the one-process run) run in
+this process, through the same main(); the runs whose claim is about a fresh
+process (the resumed ones, the distributed ones) are processes of their own."""
+
+import contextlib
+import io
 import os
+import socket
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -38,6 +49,22 @@ def _run(*args, module=("-m", "transformer_course.train")):
     return result
 
 
+def _here(*args):
+    """main(args) in this process, as _run would run it: one thread, a
+    RuntimeWarning an error; its printed output."""
+    from transformer_course.train import main
+
+    threads = torch.get_num_threads()
+    out = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out):
+            warnings.simplefilter("error", RuntimeWarning)
+            main(list(args))
+    finally:
+        torch.set_num_threads(threads)
+    return out.getvalue()
+
+
 def _parameters(path):
     return torch.load(path, map_location="cpu", weights_only=True)["model"]
 
@@ -54,7 +81,9 @@ def test_resume_in_a_fresh_process_is_exact(tmp_path):
     """k + m updates straight equal k updates, a checkpoint, and m more in a new
     process: the same parameters, bit for bit (dropout on)."""
     straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
-    _run(*SMALL, "--updates", "6", "--checkpoint", str(straight))
+    assert "step 6" in _here(
+        *SMALL, "--updates", "6", "--checkpoint", str(straight)
+    )
     _run(*SMALL, "--updates", "3", "--checkpoint", str(split))
     assert torch.load(split, weights_only=True)["step"] == 3
     out = _run(*SMALL, "--updates", "6", "--checkpoint", str(split), "--resume")
@@ -76,13 +105,57 @@ def _torchrun(*args):
     )
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _two_ranks(*args):
+    """The two processes torchrun --standalone --nproc_per_node=2 starts, with
+    the environment it gives them (rank, world size, rendezvous address), but
+    without torchrun's own process (3 s of CPU a run: it imports PyTorch)."""
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONWARNINGS": "error::RuntimeWarning",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "2",
+    }
+    command = [sys.executable, "-m", "transformer_course.train", *args]
+    ranks = [
+        subprocess.Popen(
+            command,
+            env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
+    outputs = []
+    try:
+        for rank in ranks:
+            outputs.append(rank.communicate(timeout=600)[0])
+    finally:
+        for rank in ranks:
+            rank.kill()  # only if the other one failed or hung
+            rank.wait()
+    assert all(rank.returncode == 0 for rank in ranks), "\n".join(outputs)
+    return outputs[0]
+
+
 @pytest.mark.skipif(
     not torch.distributed.is_available(), reason="no torch.distributed"
 )
 class TestTwoProcesses:
-    """torchrun with two processes: the module's longest tests (4 torchrun
-    runs), a class of their own so that pytest -n 2 --dist loadscope can run
-    them beside the one-process tests, on the other worker."""
+    """Two processes: the module's longest tests (4 runs of two processes),
+    a class of their own so that pytest -n 2 --dist loadscope can run them
+    beside the one-process tests, on the other worker. The first runs
+    torchrun itself; the second starts the two processes as torchrun does
+    (_two_ranks), three times."""
 
     def test_two_processes_equal_one_with_the_same_global_batch(self, tmp_path):
         """torchrun --nproc_per_node=2 (gloo) with one micro-batch per
@@ -93,17 +166,10 @@ class TestTwoProcesses:
         either direction (the model's outputs do not depend on it)."""
         common = [*SMALL, "--dropout", "0", "--updates", "5"]
         one, two = tmp_path / "one.pt", tmp_path / "two.pt"
-        _run(*common, "--accumulate", "2", "--checkpoint", str(one))
-        _run(
-            "--standalone",
-            "--nproc_per_node=2",
-            "-m",
-            "transformer_course.train",
-            *common,
-            "--checkpoint",
-            str(two),
-            module=("-m", "torch.distributed.run"),
+        assert "step 5" in _here(
+            *common, "--accumulate", "2", "--checkpoint", str(one)
         )
+        assert "step 5" in _torchrun(*common, "--checkpoint", str(two)).stdout
         a, b = _parameters(one), _parameters(two)
         compared = [name for name in a if not name.endswith("k_proj.bias")]
         assert len(compared) > 20
@@ -117,8 +183,8 @@ class TestTwoProcesses:
     def test_two_processes_resume_each_with_its_own_dropout_masks(
         self, tmp_path
     ):
-        """torchrun, 2 processes (gloo), dropout on: 3 updates, a checkpoint,
-        3 more in new processes, against 6 straight. Each process keeps its
+        """2 processes (gloo), dropout on: 3 updates, a checkpoint, 3 more
+        in new processes, against 6 straight. Each process keeps its
         own random states through the checkpoint, so the masks of the two
         processes still differ after the resume, and the run equals the
         uninterrupted one. (Restoring the first process's states in both made
@@ -126,11 +192,12 @@ class TestTwoProcesses:
         straight one.)"""
         common = [*SMALL, "--dropout", "0.3"]
         straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
-        _torchrun(*common, "--updates", "6", "--checkpoint", str(straight))
-        _torchrun(*common, "--updates", "3", "--checkpoint", str(split))
-        _torchrun(
+        _two_ranks(*common, "--updates", "6", "--checkpoint", str(straight))
+        _two_ranks(*common, "--updates", "3", "--checkpoint", str(split))
+        out = _two_ranks(
             *common, "--updates", "6", "--checkpoint", str(split), "--resume"
         )
+        assert "step 6" in out
         for path in (straight, split):
             state = torch.load(path, weights_only=True)
             assert state["step"] == 6
