@@ -129,7 +129,9 @@ def _per_token_panel(ax, kv_runs, labels):
     floors = {
         "reading a step's bytes once": ("k--", 1, "copy_bytes_per_s"),
         "a step's arithmetic at the product rate": (
-            "k:", 0, "matmul_flops_per_s"
+            "k:",
+            0,
+            "matmul_flops_per_s",
         ),
     }
     for label, (style, column, rate) in floors.items():
