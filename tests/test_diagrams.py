@@ -4,9 +4,11 @@ as `lang` or the reader's language asks; a Chinese diagram has no English
 left but the symbols and code names it keeps, and draws every glyph."""
 
 import io
+import json
 import logging
 import re
 import warnings
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -18,7 +20,10 @@ from matplotlib.text import Text  # noqa: E402
 
 from transformer_course import attention_diagrams as head  # noqa: E402
 from transformer_course import beyond_diagrams as sharing  # noqa: E402
+from transformer_course import decoding_diagrams as beam  # noqa: E402
 from transformer_course import getting_started as map_  # noqa: E402
+from transformer_course import kv_cache_diagrams as cache  # noqa: E402
+from transformer_course import multi_head_diagrams as split  # noqa: E402
 from transformer_course import transformer_diagrams as classes  # noqa: E402
 from transformer_course.language import (  # noqa: E402
     ENVIRONMENT_VARIABLE,
@@ -26,6 +31,7 @@ from transformer_course.language import (  # noqa: E402
     set_language,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 MATH = re.compile(r"\$[^$]*\$")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -36,6 +42,33 @@ def _figure(drawn):
     return drawn if isinstance(drawn, plt.Figure) else drawn.figure
 
 
+def _tree():
+    """A beam search of width 2 over two steps, as beam_tree records it:
+    each step's candidates, best first, (log P, parent, token, fate, prefix),
+    the parent the row of a live hypothesis of the step before."""
+    first = [
+        (-0.5, 0, 3, "live", (3,)),
+        (-0.9, 0, 4, "live", (4,)),
+        (-1.2, 0, 2, "pruned", (2,)),
+    ]
+    second = [
+        (-1.0, 1, 2, "finished", (4, 2)),
+        (-1.1, 0, 5, "live", (3, 5)),
+        (-1.3, 0, 4, "live", (3, 4)),
+        (-2.0, 1, 3, "pruned", (4, 3)),
+    ]
+    return [first, second]
+
+
+def _written_out(tokens):
+    """The tree's tokens 3 to 6 written A to D (2 is <eos>)."""
+    return " ".join("?-?ABCD"[token] for token in tokens)
+
+
+# section 9.2's measurements of the cache, which its chart draws
+KV_RUNS = json.loads(
+    (ROOT / "benchmarks" / "results" / "kv_cache_cpu.json").read_text()
+)
 # each diagram: its drawing function (taking lang=), its table of labels, and
 # the words a Chinese label keeps: symbols, terms the glossary keeps in
 # English (Softmax, logits), the code's names; a formula ($...$) is kept whole
@@ -62,6 +95,28 @@ DIAGRAMS = {
         lambda lang: sharing.draw_head_sharing(lang=lang),
         sharing._SHARING_LABELS,
         {"MHA", "GQA", "MQA", "h", "h_kv"},
+    ),
+    "head-split": (
+        lambda lang: split.draw_head_split(lang=lang),
+        split._SPLIT_LABELS,
+        {"T", "d_model"} | {f"t{i}" for i in range(5)},
+    ),
+    "kv-cache": (
+        lambda lang: cache.draw_kv_cache(lang=lang),
+        cache._CACHE_LABELS,
+        {"t", "max_len"},
+    ),
+    "kv-timings": (
+        lambda lang: cache.draw_kv_timings(KV_RUNS, lang=lang),
+        cache._TIMING_LABELS,
+        {"T", "B", "ms"},
+    ),
+    "beam-tree": (
+        lambda lang: beam.draw_beam_tree(
+            _tree(), [4, 2], 2, _written_out, k=2, lang=lang
+        ),
+        beam._TREE_LABELS,
+        {"log", "P", "bos", "eos", "A", "B", "C", "D"},
     ),
 }
 
@@ -144,11 +199,21 @@ def test_a_chinese_diagram_differs_from_the_english_one_only_in_its_labels():
         chinese, _ = draw(name, "zh")
         assert len(drawn_texts(english)) == len(drawn_texts(chinese)), name
         assert drawn_texts(english) != drawn_texts(chinese), name
-        places = [
-            [t.get_position() for t in figure.findobj(Text) if t.get_text()]
-            for figure in (english, chinese)
-        ]
+        places = [placed(figure) for figure in (english, chinese)]
         assert places[0] == places[1], name
+
+
+def placed(figure) -> list:
+    """Where the figure's texts are, but those that matplotlib places by the
+    size of the texts around them (an axis's label, by its ticks' labels;
+    a legend's entries, by the longest)."""
+    moved = set()
+    for ax in figure.axes:
+        moved |= {ax.xaxis.label, ax.yaxis.label}
+        if ax.get_legend() is not None:
+            moved |= set(ax.get_legend().get_texts())
+    texts = figure.findobj(Text)
+    return [t.get_position() for t in texts if t.get_text() and t not in moved]
 
 
 @pytest.mark.parametrize("name", list(DIAGRAMS))
@@ -179,3 +244,8 @@ def test_the_diagram_functions_check_their_axes():
     figure, (left, right) = plt.subplots(1, 2)
     assert head.draw_attention_head(ax=right, lang="zh") is right
     assert not left.texts
+
+
+def test_the_split_into_heads_refuses_a_width_that_the_heads_do_not_divide():
+    with pytest.raises(ValueError, match="d_model = 10 is not a multiple"):
+        split.draw_head_split(d_model=10, h=4, lang="en")

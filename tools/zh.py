@@ -778,8 +778,9 @@ def execute_figures(notebook: dict, ids: list[str], folder: Path) -> dict:
 
 
 def _checked_figure(name: str, english: dict, outputs: list, texts: list):
-    """Refuse a Chinese figure that is no figure, the English one, or has no
-    Chinese text (its drawing function ignores the reader's language)."""
+    """Refuse a Chinese figure that is no figure, the English one, has no
+    Chinese text (its drawing function ignores the reader's language) or
+    warned of a missing glyph (drawn as a box)."""
     if not any("image/png" in o.get("data", {}) for o in outputs):
         raise TranslationError(
             f"{name} is tagged {REDRAW_TAG} but drew no figure"
@@ -790,6 +791,18 @@ def _checked_figure(name: str, english: dict, outputs: list, texts: list):
         raise TranslationError(
             f"{name} drew no Chinese: does its drawing function take the "
             "language from transformer_course.language?"
+        )
+    glyphs = [
+        line
+        for output in outputs
+        if output.get("name") == "stderr"
+        for line in "".join(output.get("text", "")).splitlines()
+        if "does not have a glyph" in line
+    ]
+    if glyphs:
+        raise TranslationError(
+            f"{name} drew a character that its font lacks (mathtext, $...$, "
+            f"has no Chinese glyphs): {glyphs[0]}"
         )
 
 
