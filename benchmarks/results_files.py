@@ -36,6 +36,22 @@ def processor() -> tuple[str, list[str]]:
     return model, sorted(f for f in flags if f.startswith(("avx512", "amx")))
 
 
+def provenance(command: str, commit: str, threads: int) -> dict:
+    """The head of a shipped checkpoint's record: how to make it again (the
+    command, the commit it was made at) and where (torch, the processor and
+    its extensions, the threads, the date)."""
+    model, extensions = processor()
+    return {
+        "command": command,
+        "commit": commit,
+        "torch": str(torch.__version__),
+        "processor": model,
+        "extensions": extensions,
+        "threads": threads,
+        "date": datetime.date.today().isoformat(),
+    }
+
+
 def machine() -> str:
     """The architecture, PyTorch's threads and version: what a timing needs."""
     return (

@@ -32,7 +32,6 @@ runs and the scoring, for a dry run (tests/test_beyond_runs.py makes one).
 import argparse
 import contextlib
 import dataclasses
-import datetime
 import hashlib
 import json
 import os
@@ -42,7 +41,7 @@ import time
 from pathlib import Path
 
 import torch
-from results_files import processor
+from results_files import provenance
 from train_gettext import commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,18 +271,12 @@ def main(argv=None) -> None:
                 del os.environ["TRANSFORMER_COURSE_CACHE"]
             else:
                 os.environ["TRANSFORMER_COURSE_CACHE"] = cached
-    model, extensions = processor()
+    command = " ".join(
+        ["python", "benchmarks/train_beyond_models.py"]
+        + (argv if argv is not None else sys.argv[1:])
+    )
     record = {
-        "command": " ".join(
-            ["python", "benchmarks/train_beyond_models.py"]
-            + (argv if argv is not None else sys.argv[1:])
-        ),
-        "commit": made_at,
-        "torch": str(torch.__version__),
-        "processor": model,
-        "extensions": extensions,
-        "threads": 1,
-        "date": datetime.date.today().isoformat(),
+        **provenance(command, made_at, threads=1),
         "sha256": sha256(path),
         "pooled from": {
             "file": "transformer_course/data/toy_grammar.pt",

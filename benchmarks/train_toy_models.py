@@ -19,7 +19,6 @@ Another processor trains another model (its kernels round differently): section
 """
 
 import dataclasses
-import datetime
 import hashlib
 import json
 import os
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 import torch
-from results_files import processor
+from results_files import provenance
 from train_gettext import commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,17 +79,8 @@ def main() -> None:
     for task, updates in EARLY_UPDATES.items():
         config = dataclasses.replace(TASK_CONFIGS[task], updates=updates)
         runs[f"{task}_{updates}"] = train(config, f"toy_{task}_{updates}.pt")
-    model, extensions = processor()
-    record = {
-        "command": " ".join(["python", *sys.argv]),
-        "commit": made_at,
-        "torch": str(torch.__version__),
-        "processor": model,
-        "extensions": extensions,
-        "threads": 1,
-        "date": datetime.date.today().isoformat(),
-        "runs": runs,
-    }
+    command = " ".join(["python", *sys.argv])
+    record = {**provenance(command, made_at, threads=1), "runs": runs}
     path = DATA / "toy_models.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {path}")

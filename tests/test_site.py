@@ -274,13 +274,10 @@ NEXT_FRAMES = """
 """
 
 
-def problems_at_each_width(page: str, site_url: str, browser) -> dict:
-    """The page's problems, each with the widths it shows at: the page is
-    loaded at WIDTHS[0] (where its links and Colab button are checked too),
-    then narrowed to each further width and checked again."""
-    problems: dict[str, list[int]] = {}  # problem -> the widths it shows at
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    # Nothing but the local server: the CDN's MathJax and fonts are not needed.
+def local_context(browser, width: int):
+    """A browser context that reaches nothing but the local server: the
+    CDN's MathJax and fonts are not needed."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
     context.route(
         "**/*",
         lambda route: (
@@ -289,6 +286,15 @@ def problems_at_each_width(page: str, site_url: str, browser) -> dict:
             else route.abort()
         ),
     )
+    return context
+
+
+def problems_at_each_width(page: str, site_url: str, browser) -> dict:
+    """The page's problems, each with the widths it shows at: the page is
+    loaded at WIDTHS[0] (where its links and Colab button are checked too),
+    then narrowed to each further width and checked again."""
+    problems: dict[str, list[int]] = {}  # problem -> the widths it shows at
+    context = local_context(browser, WIDTHS[0])
     tab = context.new_page()
     failed = []  # the site's own files that did not come, since the last check
 
@@ -454,15 +460,7 @@ def test_search_finds_words_of_either_language(
 ):
     if not (HTML / edition / "searchindex.js").exists():
         not_ready(f"{HTML / edition} is missing: {HOW_TO_BUILD}")
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    context.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if urlparse(route.request.url).hostname == "127.0.0.1"
-            else route.abort()
-        ),
-    )
+    context = local_context(browser, 1200)
     tab = context.new_page()
     tab.goto(f"{site_url}/{edition}book/intro.html", wait_until="load")
     # the search field of the page's header, as a reader would use it
