@@ -6,7 +6,11 @@ GitHub Pages will serve it from (`/transformer-book/`, from `_config.yml`'s
 layout, where the "Contents" column appears and code boxes are tightest) and 800 px
 (a tablet). The page is loaded once, at 1200 px, then the window is narrowed to
 800 px, as a reader narrows it: the layout follows the window (loading the page
-again at each width took as long again, and checked nothing more). The English
+again at each width took as long again, and checked nothing more). One tab
+goes from page to page, as a reader's does, so the theme's scripts, styles and
+fonts come from the browser's cache after the first page (a fresh browser
+context for each page took twice as long and checked nothing more: a file that
+fails to come is not cached, so every page that asks for it fails). The English
 and the Chinese pages are two classes, so that `pytest -n 2 --dist loadscope`
 gives each worker one edition. A page fails when
 
@@ -289,13 +293,20 @@ def local_context(browser, width: int):
     return context
 
 
-def problems_at_each_width(page: str, site_url: str, browser) -> dict:
+@pytest.fixture(scope="module")
+def tab(browser):
+    """One tab, in a context that reaches only the local server, for every
+    page a worker checks."""
+    context = local_context(browser, WIDTHS[0])
+    yield context.new_page()
+    context.close()
+
+
+def problems_at_each_width(page: str, site_url: str, tab) -> dict:
     """The page's problems, each with the widths it shows at: the page is
     loaded at WIDTHS[0] (where its links and Colab button are checked too),
     then narrowed to each further width and checked again."""
     problems: dict[str, list[int]] = {}  # problem -> the widths it shows at
-    context = local_context(browser, WIDTHS[0])
-    tab = context.new_page()
     failed = []  # the site's own files that did not come, since the last check
 
     def note_failure(response):
@@ -303,7 +314,17 @@ def problems_at_each_width(page: str, site_url: str, browser) -> dict:
         if response.status >= 400 and local:
             failed.append(f"{response.url} ({response.status})")
 
+    tab.set_viewport_size({"width": WIDTHS[0], "height": 900})
     tab.on("response", note_failure)
+    try:
+        check_widths(page, site_url, tab, problems, failed)
+    finally:
+        tab.remove_listener("response", note_failure)
+    return problems
+
+
+def check_widths(page, site_url, tab, problems, failed) -> None:
+    """Load `page` in `tab` and add its problems at each width."""
     tab.goto(f"{site_url}/{page}", wait_until="load")
     for width in WIDTHS:
         if width != WIDTHS[0]:
@@ -331,11 +352,9 @@ def problems_at_each_width(page: str, site_url: str, browser) -> dict:
                 problems[f"no Colab launch button for {CHAPTERS[page]}"] = [
                     width
                 ]
-    context.close()
-    return problems
 
 
-def check_page_in_browser(page: str, site_url: str, browser) -> None:
+def check_page_in_browser(page: str, site_url: str, tab) -> None:
     if not (HTML / page).exists():
         not_ready(f"{HTML} is missing: {HOW_TO_BUILD}")
     if page in CHAPTERS:
@@ -348,7 +367,7 @@ def check_page_in_browser(page: str, site_url: str, browser) -> None:
         target = (HTML / page).parent / redirect.group(1)
         assert target.exists(), f"{page} forwards to a missing page {target}"
         return
-    problems = problems_at_each_width(page, site_url, browser)
+    problems = problems_at_each_width(page, site_url, tab)
     assert not problems, f"{page}:\n" + "\n".join(
         f"- {problem} (at {' and '.join(map(str, widths))} px)"
         for problem, widths in problems.items()
@@ -361,8 +380,8 @@ class TestEnglishPages:
     @pytest.mark.parametrize(
         "page", [p for p in built_pages() if not p.startswith("zh/")]
     )
-    def test_page_in_browser(self, page, site_url, browser):
-        check_page_in_browser(page, site_url, browser)
+    def test_page_in_browser(self, page, site_url, tab):
+        check_page_in_browser(page, site_url, tab)
 
 
 class TestChinesePages:
@@ -371,8 +390,8 @@ class TestChinesePages:
     @pytest.mark.parametrize(
         "page", [p for p in built_pages() if p.startswith("zh/")]
     )
-    def test_page_in_browser(self, page, site_url, browser):
-        check_page_in_browser(page, site_url, browser)
+    def test_page_in_browser(self, page, site_url, tab):
+        check_page_in_browser(page, site_url, tab)
 
 
 def test_every_chapter_page_is_built():
