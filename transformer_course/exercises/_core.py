@@ -595,14 +595,8 @@ def expect_equal(
 def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
     """The first line naming the first item that differs, missing or extra,
     and a detail line where the lengths differ too."""
-    position = next(
-        (
-            i
-            for i, (a, b) in enumerate(zip(got, expected, strict=False))
-            if not same(a, b)
-        ),
-        None,
-    )
+    pairs = enumerate(zip(got, expected, strict=False))
+    position = next((i for i, (a, b) in pairs if not same(a, b)), None)
     fields = {"subject": subject, "n": len(got), "expected": len(expected)}
     if position is None:
         more = len(got) > len(expected)
@@ -618,29 +612,19 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
         )
         return problem, []
     a, b = got[position], expected[position]
-    problem = message(
+    item = {"subject": subject, "position": position, "a": a, "b": b}
+    problem = (
         "{subject}a wrong item at position {position}: expected {b!r}, got "
-        "{a!r}.",
-        subject=subject,
-        position=position,
-        a=a,
-        b=b,
+        "{a!r}."
     )
-    if (
-        isinstance(a, (list, tuple))
-        and isinstance(b, (list, tuple))
-        and same(list(a), list(b))
-    ):
-        problem = message(
+    sequences = all(isinstance(x, (list, tuple)) for x in (a, b))
+    if sequences and same(list(a), list(b)):
+        problem = (
             "{subject}item {position} as a {a_type} {a!r}; expected a "
-            "{b_type} {b!r}.",
-            subject=subject,
-            position=position,
-            a_type=type(a).__name__,
-            b_type=type(b).__name__,
-            a=a,
-            b=b,
+            "{b_type} {b!r}."
         )
+    types = {"a_type": type(a).__name__, "b_type": type(b).__name__}
+    problem = message(problem, **item, **types)
     details = []
     if len(got) != len(expected):
         details.append(
@@ -776,13 +760,8 @@ def _preserve_random_state():
     numpy_state = np.random.get_state()  # noqa: NPY002
     torch = sys.modules.get("torch")
     torch_state = torch.random.get_rng_state() if torch is not None else None
-    cuda_states = None
-    if (
-        torch is not None
-        and torch.cuda.is_available()
-        and torch.cuda.is_initialized()
-    ):
-        cuda_states = torch.cuda.get_rng_state_all()
+    cuda = torch is not None and torch.cuda.is_initialized()  # so available
+    cuda_states = torch.cuda.get_rng_state_all() if cuda else None
     try:
         yield
     finally:
