@@ -419,7 +419,7 @@ def _wrong_type(name: str, inputs: Sequence, got, expected) -> None:
         fail(name, problem, inputs, got=describe(got, 0))
 
 
-def _matching_mistake(
+def matching_mistake(
     got: np.ndarray, known_mistakes, atol: float, rtol: float = 1e-5
 ) -> str | None:
     """The message of the first known mistake that `got` equals, if any."""
@@ -479,7 +479,7 @@ def expect_close(
         got_array, expected, rtol=rtol, atol=atol, equal_nan=True
     ):
         return
-    hint = _matching_mistake(got_array, known_mistakes, atol, rtol)
+    hint = matching_mistake(got_array, known_mistakes, atol, rtol)
     subject = _subject(what)
     if got_array.shape != expected.shape:
         _wrong_shape(name, inputs, got_array, expected, hint, subject)
