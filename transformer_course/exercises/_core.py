@@ -410,10 +410,8 @@ def _wrong_type(name: str, inputs: Sequence, got, expected) -> None:
             "returned a tuple of {n} items ({shapes}); expected one array of "
             "shape {shape}."
         )
-        shape = shape_of(expected)
-        fail(
-            name, problem, inputs, hint, n=len(got), shapes=shapes, shape=shape
-        )
+        fields = {"n": len(got), "shapes": shapes, "shape": shape_of(expected)}
+        fail(name, problem, inputs, hint, **fields)
     if isinstance(got, (str, bytes, dict, set)) or callable(got):
         problem = "should return numbers, but returned {got}"
         fail(name, problem, inputs, got=describe(got, 0))
