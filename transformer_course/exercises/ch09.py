@@ -666,13 +666,8 @@ CACHED_WINDOW_MASK = Exercise(
     keys at positions length + j - window + 1 .. length + j.""",
     cases=[(4, 5, 3), (1, 7, 3), (5, 0, 2), (3, 2, 10), (2, 6, 1)],
     reference=lambda *args: _window_masks(*args)["right"],
-    shown=lambda n_new, length, window: [
-        label(
-            "n_new={n_new}, length={length}, window={window}",
-            n_new=n_new,
-            length=length,
-            window=window,
-        )
+    shown=lambda *case: [
+        label(message("n_new={}, length={}, window={}").format(*case))
     ],
     refusals=[
         Refusal(
