@@ -233,12 +233,9 @@ def _learner_traceback(error: BaseException) -> list[str]:
     tb = error.__traceback__
     while tb is not None and _in_package(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except ImportError:  # pragma: no cover - IPython is there in Jupyter
-        shell = None
+    # a shell runs only where IPython is imported already
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and hasattr(shell, "InteractiveTB"):
         try:
             return shell.InteractiveTB.structured_traceback(

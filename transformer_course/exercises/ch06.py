@@ -398,8 +398,6 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
 def _encode_variant(model, src, order="pre", final="end", mask=True):
     """The encoder by hand: pre-LN or post-LN sub-layers; the final LayerNorm
     at the end, after every layer, or left out; with or without the mask."""
-    import torch
-
     src_mask = (src != model.config.pad_id)[:, None, :] if mask else None
     x = model.embed(src)
     for layer in model.encoder_layers:
@@ -415,7 +413,7 @@ def _encode_variant(model, src, order="pre", final="end", mask=True):
             x = model.encoder_norm(x)
     if final == "end":
         x = model.encoder_norm(x)
-    return x if isinstance(x, torch.Tensor) else None
+    return x
 
 
 PRE_LN_ENCODE = Exercise(

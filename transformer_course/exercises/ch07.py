@@ -641,10 +641,8 @@ def _first_unsafe(state):
 
 def _is_pickle(value) -> bool:
     """Whether `value` is bytes that hold a whole pickle."""
-    if not isinstance(value, (bytes, bytearray)) or len(value) < 2:
-        return False
-    if value[0] != 0x80:  # pickle protocols 2 to 5
-        return False
+    if not isinstance(value, (bytes, bytearray)) or value[:1] != b"\x80":
+        return False  # not bytes, or no pickle of protocols 2 to 5
     try:
         ops = list(pickletools.genops(bytes(value)))
     except Exception:  # noqa: BLE001 (not a pickle: any error says so)

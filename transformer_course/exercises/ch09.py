@@ -492,9 +492,8 @@ def _rope_half(x, positions, base=10000.0, sign=1.0, exponent=2.0, split=True):
         x1, x2 = x[..., : d // 2], x[..., d // 2 :]
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
     x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(
-        -2
-    )
+    pairs = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+    return pairs.flatten(-2)
 
 
 def _rope_cases():
