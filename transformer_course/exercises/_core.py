@@ -313,10 +313,6 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
         first = text[0] if text else ""
         if len(first) > 2 * WIDTH:
             first = first[: 2 * WIDTH - 3] + "..."
-        details = []
-        where = _learner_line(error, fn)
-        if where:
-            details.append(where)
         shown = [_brief_input(value) for value in args]
         shown += [
             f"{key}={_brief_input(value)}" for key, value in kwargs.items()
@@ -327,7 +323,8 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
             else message("called with no input")
         )
         problem = "raised {error}: {first}"
-        details = [inputs_line, *details]
+        where = _learner_line(error, fn)  # line N: code, if it is theirs
+        details = [inputs_line, where] if where else [inputs_line]
         fields = {"error": type(error).__name__, "first": first}
         hint = next((h for text, h in hints if text in str(error)), None)
         fail(name, problem, None, hint, details, error, **fields)
