@@ -570,9 +570,7 @@ def expect_equal(
         (hint for wrong, hint in known_mistakes if same(got, wrong)),
         None,
     )
-    if not (
-        isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple))
-    ):
+    if not all(isinstance(x, (list, tuple)) for x in (got, expected)):
         problem = "{subject}{got}; expected {expected}."
         fields = {"got": describe(got, 1), "expected": describe(expected, 1)}
         fail(name, problem, inputs, hint, subject=subject, **fields)
@@ -690,12 +688,8 @@ def _copies(*values) -> tuple:
 def unchanged(given, original) -> bool:
     """Whether `given` still holds `original`: the same shape and values for
     tensors and arrays, item by item for tuples, `==` for the rest."""
-    if is_tensor(original):
-        return (
-            is_tensor(given)
-            and given.shape == original.shape
-            and bool((given == original).all())
-        )
+    if is_tensor(original):  # the same shape and values
+        return is_tensor(given) and given.equal(original)
     if isinstance(original, np.ndarray):
         return np.array_equal(np.asarray(given), original)
     if isinstance(original, tuple):
