@@ -31,16 +31,15 @@ DOMAIN = "exercises"
 LOCALE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale"
 )
-# a language the checkers speak -> its gettext locale (None: the templates)
-LOCALES = {"en": None, "zh": "zh_CN"}
+# a language the templates are translated to -> its gettext locale
+# (English, the templates' own, has none: `translate` returns them)
+LOCALES = {"zh": "zh_CN"}
 
 
 @functools.cache
-def catalog(language: str) -> gettext.NullTranslations:
-    """The compiled catalog of `language` ("zh"); English has none."""
+def catalog(language: str) -> gettext.GNUTranslations:
+    """The compiled catalog of `language` ("zh")."""
     locale = LOCALES[language]
-    if locale is None:
-        return gettext.NullTranslations()
     return gettext.translation(DOMAIN, LOCALE_DIR, languages=[locale])
 
 
