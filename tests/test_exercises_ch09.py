@@ -90,6 +90,26 @@ def test_merge_partials_rejects_known_mistakes(wrong_answer, hint):
     assert_rejected(check_merge_partials, wrong_answer, hint)
 
 
+@pytest.mark.parametrize("scale", [1.0, 300.0])
+def test_the_merged_parts_give_the_attention_over_every_key(scale):
+    """The checker's reference: the parts' states (`_partial`) merged in turn
+    (`_merge_reference`) give the attention over all the keys, scores in the
+    thousands too (the cases of merge_partials are built so)."""
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.normal(size=(n, 3)) for n in (2, 9, 9))
+    k[-1] *= 30  # the last part holds the largest score
+    q *= scale
+    state = ch09._partial(q, k[:2], v[:2])
+    for a, b in [(2, 7), (7, 9)]:
+        state = ch09._merge_reference(state, ch09._partial(q, k[a:b], v[a:b]))
+    scores = q @ k.T / math.sqrt(3)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    attention = weights / weights.sum(axis=-1, keepdims=True) @ v
+    if scale > 1:  # exp of such scores overflows unless shifted
+        assert np.abs(scores).max() > 1000
+    assert np.allclose(state[2] / state[1], attention)
+
+
 def _cache(n_layers, d_model, n_heads, n_kv_heads, length, batch, nbytes):
     d_k = d_model // n_heads
     return 2 * n_layers * batch * length * n_kv_heads * d_k * nbytes

@@ -39,6 +39,7 @@ from transformer_course.language import ENVIRONMENT_VARIABLE
 
 sys.path.insert(0, str(ROOT / "tools"))
 import checker_messages  # noqa: E402  (tools/checker_messages.py)
+import zh_outputs  # noqa: E402  (tools/zh_outputs.py)
 
 CJK = re.compile("[\u4e00-\u9fff]")
 CHAPTERS = (ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09)
@@ -83,7 +84,9 @@ def test_every_template_has_a_chinese_translation_with_the_same_fields():
         if not entry.msgstr:
             untranslated.append(entry.msgid)
             continue
-        if _i18n.fields_of(entry.msgstr) != _i18n.fields_of(entry.msgid):
+        if zh_outputs.fields_of(entry.msgstr) != zh_outputs.fields_of(
+            entry.msgid
+        ):
             fields.append(f"{entry.msgid!r} -> {entry.msgstr!r}")
         words = re.sub(r"\{[^}]*\}|`[^`]*`", "", entry.msgid)
         if re.search(r"[a-z]{3,} [a-z]{3,} [a-z]{3,}", words) and (
@@ -252,7 +255,7 @@ def test_every_known_mistake_is_explained_in_chinese(exercise, index):
     # edition (tools/zh.py sync), is the Chinese message; or, where the
     # Chinese hint is shorter and leaves room to print more of the inputs,
     # the Chinese message but for the inputs
-    translated = _i18n.translate_output(english)
+    translated = zh_outputs.translate_output(english)
     if translated != chinese:
         assert len(translated.splitlines()) < len(lines), translated
         inputs = ("输入：", "  以及 ")
@@ -265,17 +268,17 @@ def test_printed_messages_are_recognised_by_their_fields():
     printed = (
         "new token 1 (position 5) may attend to keys [2, 3]; expected [3, 4]."
     )
-    assert _i18n.translate_printed(printed) == (
+    assert zh_outputs.translate_printed(printed) == (
         "新词元 1（位置 5）可以关注的键是 [2, 3]；应为 [3, 4]。"
     )
     inputs = "on input array of shape (3, 3, 3), array of shape (3, 3), bool"
-    assert _i18n.translate_printed(inputs) == (
+    assert zh_outputs.translate_printed(inputs) == (
         "输入：形状为 (3, 3, 3) 的数组, 形状为 (3, 3) 的数组, bool"
     )
-    assert _i18n.translate_printed("tensor (2, 5, 12) torch.float32") == (
+    assert zh_outputs.translate_printed("tensor (2, 5, 12) torch.float32") == (
         "张量 (2, 5, 12) torch.float32"
     )
-    assert _i18n.translate_printed("no message of the checkers") is None
+    assert zh_outputs.translate_printed("no message of the checkers") is None
 
 
 def test_chinese_lines_fit_80_columns():
@@ -319,7 +322,7 @@ def test_printed_english_is_made_chinese_as_the_checker_prints_it(capsys):
     set_language("zh")
     chinese = printed()
     assert english != chinese
-    assert _i18n.translate_output(english) == chinese
+    assert zh_outputs.translate_output(english) == chinese
 
 
 def test_the_catalog_is_package_data():

@@ -149,7 +149,7 @@ def test_a_check_cell_whose_message_changed_is_translated_again(tmp_path):
         "Correct: row_normalise divides every row by its own sum.\n"
         "a message no checker prints\n"
     )
-    chinese = zh.i18n.translate_output(text)
+    chinese = zh.translate_output(text)
     assert chinese == (
         "正确：row_normalise 把每一行除以它自己的和。\na message no checker prints\n"
     )

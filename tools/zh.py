@@ -20,7 +20,7 @@ Each Chinese notebook is made from the English notebook of the same name:
   - a check cell's printed output (any cell that calls `check_...(`) has each
     verdict ("Correct: ...", "Not done yet: ...") and each message of a wrong
     answer made Chinese through the checkers' gettext catalog
-    (`_i18n.translate_output`: the English template recognised, the Chinese
+    (tools/zh_outputs.py: the English template recognised, the Chinese
     one filled with the same values), as the checker prints it in Chinese;
     whatever else the cell printed stays as it is. An English message that
     no template fits stays English, and tests/test_zh.py names the cell;
@@ -84,7 +84,6 @@ after the English changed). Then `sync`.
 import argparse
 import copy
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -95,6 +94,7 @@ from pathlib import Path
 import checker_messages
 import yaml
 from notebooks import cell_text, notebook_text, read_notebook, write_notebook
+from zh_outputs import translate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 ZH = ROOT / "zh"
@@ -109,19 +109,6 @@ LANGUAGE_LINES = (
 )
 CHECK_CALL = re.compile(r"\bcheck_\w+\(")
 REDRAW_TAG = "zh-redraw"  # a figure cell that the Chinese edition draws again
-
-
-def _load_i18n():
-    """transformer_course/exercises/_i18n.py, the checkers' catalog, loaded
-    on its own (it imports nothing of the package: no torch to start)."""
-    path = ROOT / "transformer_course" / "exercises" / "_i18n.py"
-    spec = importlib.util.spec_from_file_location("_zh_i18n", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-i18n = _load_i18n()
 
 
 class TranslationError(ValueError):
@@ -261,14 +248,12 @@ def is_check_cell(cell: dict) -> bool:
 
 def chinese_outputs(cell: dict) -> None:
     """A check cell's printed verdicts and messages, made Chinese from the
-    checkers' catalog (`_i18n.translate_output`); what the cell printed
+    checkers' catalog (`zh_outputs.translate_output`); what the cell printed
     itself stays as it is."""
     for output in cell.get("outputs", []):
         if output.get("output_type") == "stream" and output["name"] == "stdout":
             text = cell_text({"source": output["text"]})
-            output["text"] = i18n.translate_output(text).splitlines(
-                keepends=True
-            )
+            output["text"] = translate_output(text).splitlines(keepends=True)
 
 
 def is_redraw(cell: dict) -> bool:

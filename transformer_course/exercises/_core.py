@@ -233,12 +233,9 @@ def _learner_traceback(error: BaseException) -> list[str]:
     tb = error.__traceback__
     while tb is not None and _in_package(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except ImportError:  # pragma: no cover - IPython is there in Jupyter
-        shell = None
+    # a shell runs only where IPython is imported already
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and hasattr(shell, "InteractiveTB"):
         try:
             return shell.InteractiveTB.structured_traceback(
@@ -316,10 +313,6 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
         first = text[0] if text else ""
         if len(first) > 2 * WIDTH:
             first = first[: 2 * WIDTH - 3] + "..."
-        details = []
-        where = _learner_line(error, fn)
-        if where:
-            details.append(where)
         shown = [_brief_input(value) for value in args]
         shown += [
             f"{key}={_brief_input(value)}" for key, value in kwargs.items()
@@ -330,7 +323,8 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
             else message("called with no input")
         )
         problem = "raised {error}: {first}"
-        details = [inputs_line, *details]
+        where = _learner_line(error, fn)  # line N: code, if it is theirs
+        details = [inputs_line, where] if where else [inputs_line]
         fields = {"error": type(error).__name__, "first": first}
         hint = next((h for text, h in hints if text in str(error)), None)
         fail(name, problem, None, hint, details, error, **fields)
@@ -410,16 +404,14 @@ def _wrong_type(name: str, inputs: Sequence, got, expected) -> None:
             "returned a tuple of {n} items ({shapes}); expected one array of "
             "shape {shape}."
         )
-        shape = shape_of(expected)
-        fail(
-            name, problem, inputs, hint, n=len(got), shapes=shapes, shape=shape
-        )
+        fields = {"n": len(got), "shapes": shapes, "shape": shape_of(expected)}
+        fail(name, problem, inputs, hint, **fields)
     if isinstance(got, (str, bytes, dict, set)) or callable(got):
         problem = "should return numbers, but returned {got}"
         fail(name, problem, inputs, got=describe(got, 0))
 
 
-def _matching_mistake(
+def matching_mistake(
     got: np.ndarray, known_mistakes, atol: float, rtol: float = 1e-5
 ) -> str | None:
     """The message of the first known mistake that `got` equals, if any."""
@@ -479,7 +471,7 @@ def expect_close(
         got_array, expected, rtol=rtol, atol=atol, equal_nan=True
     ):
         return
-    hint = _matching_mistake(got_array, known_mistakes, atol, rtol)
+    hint = matching_mistake(got_array, known_mistakes, atol, rtol)
     subject = _subject(what)
     if got_array.shape != expected.shape:
         _wrong_shape(name, inputs, got_array, expected, hint, subject)
@@ -578,9 +570,7 @@ def expect_equal(
         (hint for wrong, hint in known_mistakes if same(got, wrong)),
         None,
     )
-    if not (
-        isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple))
-    ):
+    if not all(isinstance(x, (list, tuple)) for x in (got, expected)):
         problem = "{subject}{got}; expected {expected}."
         fields = {"got": describe(got, 1), "expected": describe(expected, 1)}
         fail(name, problem, inputs, hint, subject=subject, **fields)
@@ -595,14 +585,8 @@ def expect_equal(
 def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
     """The first line naming the first item that differs, missing or extra,
     and a detail line where the lengths differ too."""
-    position = next(
-        (
-            i
-            for i, (a, b) in enumerate(zip(got, expected, strict=False))
-            if not same(a, b)
-        ),
-        None,
-    )
+    pairs = enumerate(zip(got, expected, strict=False))
+    position = next((i for i, (a, b) in pairs if not same(a, b)), None)
     fields = {"subject": subject, "n": len(got), "expected": len(expected)}
     if position is None:
         more = len(got) > len(expected)
@@ -618,29 +602,19 @@ def _first_wrong_item(got, expected, subject) -> tuple[str, list[str]]:
         )
         return problem, []
     a, b = got[position], expected[position]
-    problem = message(
+    item = {"subject": subject, "position": position, "a": a, "b": b}
+    problem = (
         "{subject}a wrong item at position {position}: expected {b!r}, got "
-        "{a!r}.",
-        subject=subject,
-        position=position,
-        a=a,
-        b=b,
+        "{a!r}."
     )
-    if (
-        isinstance(a, (list, tuple))
-        and isinstance(b, (list, tuple))
-        and same(list(a), list(b))
-    ):
-        problem = message(
+    sequences = all(isinstance(x, (list, tuple)) for x in (a, b))
+    if sequences and same(list(a), list(b)):
+        problem = (
             "{subject}item {position} as a {a_type} {a!r}; expected a "
-            "{b_type} {b!r}.",
-            subject=subject,
-            position=position,
-            a_type=type(a).__name__,
-            b_type=type(b).__name__,
-            a=a,
-            b=b,
+            "{b_type} {b!r}."
         )
+    types = {"a_type": type(a).__name__, "b_type": type(b).__name__}
+    problem = message(problem, **item, **types)
     details = []
     if len(got) != len(expected):
         details.append(
@@ -714,12 +688,8 @@ def _copies(*values) -> tuple:
 def unchanged(given, original) -> bool:
     """Whether `given` still holds `original`: the same shape and values for
     tensors and arrays, item by item for tuples, `==` for the rest."""
-    if is_tensor(original):
-        return (
-            is_tensor(given)
-            and given.shape == original.shape
-            and bool((given == original).all())
-        )
+    if is_tensor(original):  # the same shape and values
+        return is_tensor(given) and given.equal(original)
     if isinstance(original, np.ndarray):
         return np.array_equal(np.asarray(given), original)
     if isinstance(original, tuple):
@@ -776,13 +746,8 @@ def _preserve_random_state():
     numpy_state = np.random.get_state()  # noqa: NPY002
     torch = sys.modules.get("torch")
     torch_state = torch.random.get_rng_state() if torch is not None else None
-    cuda_states = None
-    if (
-        torch is not None
-        and torch.cuda.is_available()
-        and torch.cuda.is_initialized()
-    ):
-        cuda_states = torch.cuda.get_rng_state_all()
+    cuda = torch is not None and torch.cuda.is_initialized()  # so available
+    cuda_states = torch.cuda.get_rng_state_all() if cuda else None
     try:
         yield
     finally:

@@ -285,16 +285,13 @@ def _symbols(word: str, marker: str = END_OF_WORD) -> list[str]:
 
 
 def _merge_all(symbols, pair, first_only=False):
-    merged, i, done = [], 0, False
+    merged, i = [], 0
     while i < len(symbols):
-        if (
-            not done
-            and i + 1 < len(symbols)
-            and (symbols[i], symbols[i + 1]) == pair
-        ):
+        if tuple(symbols[i : i + 2]) == pair:
             merged.append(symbols[i] + symbols[i + 1])
+            if first_only:
+                return merged + symbols[i + 2 :]
             i += 2
-            done = first_only
         else:
             merged.append(symbols[i])
             i += 1

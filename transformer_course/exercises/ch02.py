@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from transformer_course.exercises._core import Exercise, Mistake, Refusal
@@ -141,10 +140,8 @@ def _rotation(table: np.ndarray, k: int) -> np.ndarray:
     for pair in range(table.shape[1] // 2):
         angle = k / 100 ** (2 * pair / table.shape[1])
         c, s = np.cos(angle), np.sin(angle)
-        matrix[2 * pair : 2 * pair + 2, 2 * pair : 2 * pair + 2] = [
-            [c, s],
-            [-s, c],
-        ]
+        block = slice(2 * pair, 2 * pair + 2)
+        matrix[block, block] = [[c, s], [-s, c]]
     return matrix
 
 

@@ -13,6 +13,7 @@ from transformer_course.exercises._core import (
     Mistake,
     Refusal,
     fail,
+    matching_mistake,
     message,
 )
 
@@ -50,11 +51,8 @@ def _shifted_softmax(x: np.ndarray, shift) -> np.ndarray:
 
 
 def _overflow_hint(x: np.ndarray, got) -> str:
-    """The hint for an answer with inf or NaN on large inputs."""
-    try:
-        got = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
-        got = None
+    """The hint for an answer with inf or NaN on large inputs (one that
+    `_not_finite` read as numbers)."""
     variants = [
         (
             _shifted_softmax(x, x.max()),
@@ -68,11 +66,8 @@ def _overflow_hint(x: np.ndarray, got) -> str:
             "as soon as a row spans more than about 709.",
         ),
     ]
-    for wrong, hint in variants:
-        if got is not None and got.shape == wrong.shape:
-            if np.allclose(got, wrong, rtol=1e-4, atol=1e-4, equal_nan=True):
-                return hint
-    return (
+    got = np.asarray(got, dtype=float)
+    return matching_mistake(got, variants, 1e-4, 1e-4) or (
         "exp(1000) overflows to inf (and exp(-1000) underflows to 0). "
         "Subtract the largest entry of each slice before exponentiating; "
         "softmax does not change."
@@ -375,24 +370,14 @@ check_attention = ATTENTION.checker()
 
 
 def _additive(
-    q,
-    k,
-    v,
-    W_q,
-    W_k,
-    w,
-    *,
-    tanh=True,
-    axis=-1,
-    scale=1.0,
-    swap=False,
-    tanh_last=False,
+    q, k, v, W_q, W_k, w, *, tanh="sum", axis=-1, scale=1.0, swap=False
 ):
+    """Additive attention, or a variant (`tanh`: "sum", "last" or None)."""
     if swap:  # keys on the first axis: (T_k, T_q) scores, never transposed
         summed = (q @ W_q)[None, :, :] + (k @ W_k)[:, None, :]
     else:
         summed = (q @ W_q)[:, None, :] + (k @ W_k)[None, :, :]
-    if tanh_last:
+    if tanh == "last":
         scores = np.tanh(summed @ w)
     else:
         scores = (np.tanh(summed) if tanh else summed) @ w
@@ -430,13 +415,13 @@ ADDITIVE_ATTENTION = Exercise(
     inspect=_by_hand("additive attention"),
     mistakes=[
         Mistake(
-            partial(_additive, tanh=False),
+            partial(_additive, tanh=None),
             "tanh must wrap the sum: s_ij = w . tanh(q_i W_q + k_j W_k). "
             "Without it (or with tanh on q_i W_q alone) the query's term is "
             "the same for every key and cancels in the softmax.",
         ),
         Mistake(
-            partial(_additive, tanh_last=True),
+            partial(_additive, tanh="last"),
             "tanh is applied after w: apply it to the sum q_i W_q + k_j W_k, "
             "then take the dot product with w.",
         ),

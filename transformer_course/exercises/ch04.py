@@ -275,11 +275,7 @@ DECODER_MASK = Exercise(
             "hide pad *keys*, shape (B, 1, T).",
         ),
         Mistake(
-            _decoder(
-                lambda causal, keys, queries: (~_lower(len(causal), -1) & keys)[
-                    :, None
-                ]
-            ),
+            _decoder(lambda causal, keys, queries: (causal.T & keys)[:, None]),
             UPPER_TRIANGLE_HINT,
         ),
         Mistake(

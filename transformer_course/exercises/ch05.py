@@ -232,11 +232,8 @@ def _module_output(x, W_q, W_k, W_v, W_o):
     h, d_model, d_k = W_q.shape
     module = _seeded_module(d_model, h, seed=0, bias=False)
     with torch.no_grad():
-        for layer, W in zip(
-            (module.q_proj, module.k_proj, module.v_proj),
-            (W_q, W_k, W_v),
-            strict=True,
-        ):
+        projections = (module.q_proj, module.k_proj, module.v_proj)
+        for layer, W in zip(projections, (W_q, W_k, W_v), strict=True):
             # (h, d_model, d_k) -> (d_model, h * d_k), stored transposed
             layer.weight.copy_(W.permute(1, 0, 2).reshape(d_model, -1).T)
         module.out_proj.weight.copy_(W_o.reshape(h * d_k, d_model).T)

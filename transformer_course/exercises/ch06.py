@@ -86,19 +86,14 @@ def _decoder_cases():
 
 
 def _decoder(
-    self_mask,
-    keys_values,
-    cross_mask,
-    square=False,
-    feed_forward=True,
-    queries="y",
+    self_mask, sources, cross_mask, square=False, feed_forward=True
 ) -> Callable:
     """A variant of (layer, x, memory, src_mask): DecoderLayer's computation
     with other masks ("causal", "src_mask", "~" before one for its inverse,
-    None for none), with keys and values (or queries) taken from the
-    decoder's states ("y") or the memory ("m"), or without its feed-forward
-    sub-layer; None where `square` asks for T_tgt == T_src and the case is
-    not."""
+    None for none), with the cross-attention's queries, keys and values
+    (`sources`, "ymm" when right) taken from the decoder's states ("y") or
+    the memory ("m"), or without its feed-forward sub-layer; None where
+    `square` asks for T_tgt == T_src and the case is not."""
 
     @_no_grad
     def variant(layer, x, memory, src_mask):
@@ -111,10 +106,8 @@ def _decoder(
         masks |= {f"~{name}": ~masks[name] for name in ("causal", "src_mask")}
 
         def cross(z):
-            query = z if queries == "y" else memory
-            keys = z if keys_values[0] == "y" else memory
-            values = z if keys_values[1] == "y" else memory
-            return layer.cross_attn(query, keys, values, masks[cross_mask])
+            q, k, v = (z if source == "y" else memory for source in sources)
+            return layer.cross_attn(q, k, v, masks[cross_mask])
 
         y = layer.residual1(
             x, lambda z: layer.self_attn(z, z, z, masks[self_mask])
@@ -152,23 +145,23 @@ DECODER_LAYER_FORWARD = Exercise(
     convert=_numpy,
     atol=1e-5,
     mistakes=[
-        Mistake(_decoder("causal", "yy", None), _KEYS_VALUES_FROM_DECODER),
+        Mistake(_decoder("causal", "yyy", None), _KEYS_VALUES_FROM_DECODER),
         Mistake(
-            _decoder("causal", "mm", None),
+            _decoder("causal", "ymm", None),
             "the source's padding is attended to: pass src_mask to the "
             "cross-attention.",
         ),
         Mistake(
-            _decoder(None, "mm", "src_mask"),
+            _decoder(None, "ymm", "src_mask"),
             "the self-attention sees the future: make it causal.",
         ),
         Mistake(
-            _decoder("causal", "mm", "~src_mask"),
+            _decoder("causal", "ymm", "~src_mask"),
             "the memory mask is inverted: in this book True means 'may "
             "attend' (a real token), False a padded one.",
         ),
         Mistake(
-            _decoder("~causal", "mm", "src_mask"),
+            _decoder("~causal", "ymm", "src_mask"),
             "the causal mask is inverted: in this book True means 'may "
             "attend', so keep tril(); PyTorch's nn.Transformer uses the "
             "opposite convention.",
@@ -179,30 +172,30 @@ DECODER_LAYER_FORWARD = Exercise(
             "first, then cross-attention, then the feed-forward network.",
         ),
         Mistake(
-            _decoder("causal", "mm", "src_mask", feed_forward=False),
+            _decoder("causal", "ymm", "src_mask", feed_forward=False),
             "the feed-forward sub-layer (residual3) is missing.",
         ),
         Mistake(
-            _decoder("causal", "my", "src_mask", square=True),
+            _decoder("causal", "ymy", "src_mask", square=True),
             "the values come from the decoder's states: both keys and values "
             "must come from the memory.",
         ),
         Mistake(
-            _decoder("causal", "yy", "src_mask", square=True, queries="m"),
+            _decoder("causal", "myy", "src_mask", square=True),
             "the cross-attention takes its queries from the memory: queries "
             "come from the decoder, keys and values from the memory.",
         ),
         Mistake(
-            _decoder("src_mask", "mm", "src_mask", square=True),
+            _decoder("src_mask", "ymm", "src_mask", square=True),
             "src_mask masks the source: it belongs to the cross-attention; "
             "the self-attention is causal.",
         ),
         Mistake(
-            _decoder("causal", "yy", "src_mask", square=True),
+            _decoder("causal", "yyy", "src_mask", square=True),
             _KEYS_VALUES_FROM_DECODER,
         ),
         Mistake(
-            _decoder("causal", "ym", "src_mask", square=True),
+            _decoder("causal", "yym", "src_mask", square=True),
             "the keys come from the decoder's states: both keys and values "
             "must come from the memory.",
         ),
@@ -405,8 +398,6 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
 def _encode_variant(model, src, order="pre", final="end", mask=True):
     """The encoder by hand: pre-LN or post-LN sub-layers; the final LayerNorm
     at the end, after every layer, or left out; with or without the mask."""
-    import torch
-
     src_mask = (src != model.config.pad_id)[:, None, :] if mask else None
     x = model.embed(src)
     for layer in model.encoder_layers:
@@ -422,7 +413,7 @@ def _encode_variant(model, src, order="pre", final="end", mask=True):
             x = model.encoder_norm(x)
     if final == "end":
         x = model.encoder_norm(x)
-    return x if isinstance(x, torch.Tensor) else None
+    return x
 
 
 PRE_LN_ENCODE = Exercise(

@@ -327,14 +327,8 @@ def _expect_within_budget(name, shown, got, lengths, max_tokens) -> None:
             )
             what = message(what)
             fields = {"n": len(batch), "what": what, "max_tokens": max_tokens}
-            fail(
-                name,
-                problem,
-                shown,
-                hint and message(hint, what=what),
-                padded=padded,
-                **fields,
-            )
+            hint = hint and message(hint, what=what)
+            fail(name, problem, shown, hint, padded=padded, **fields)
 
 
 _TOO_MANY_BATCHES = (
@@ -445,14 +439,8 @@ def _smoothed(
     elif log_probs is None:
         log_probs = logits.double().log_softmax(-1)
     q = torch.full_like(log_probs, epsilon / spread(V))
-    if add_label:
-        q.scatter_add_(
-            -1,
-            target.unsqueeze(-1),
-            torch.full_like(q[..., :1], label(epsilon)),
-        )
-    else:
-        q.scatter_(-1, target.unsqueeze(-1), label(epsilon))
+    labels = torch.full_like(q[..., :1], label(epsilon))
+    (q.scatter_add_ if add_label else q.scatter_)(-1, target[..., None], labels)
     if zero_column:
         q[..., pad_id if column_id is None else column_id] = 0.0
     if reduce == "q":
@@ -653,10 +641,8 @@ def _first_unsafe(state):
 
 def _is_pickle(value) -> bool:
     """Whether `value` is bytes that hold a whole pickle."""
-    if not isinstance(value, (bytes, bytearray)) or len(value) < 2:
-        return False
-    if value[0] != 0x80:  # pickle protocols 2 to 5
-        return False
+    if not isinstance(value, (bytes, bytearray)) or value[:1] != b"\x80":
+        return False  # not bytes, or no pickle of protocols 2 to 5
     try:
         ops = list(pickletools.genops(bytes(value)))
     except Exception:  # noqa: BLE001 (not a pickle: any error says so)

@@ -514,12 +514,13 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
             if wrong is not None
         ]
 
-    got_scores, got_parents, got_tokens = got
-    best, parents, tokens = expected
-    scores_known = known("scores", got_scores)
+    scores_known = known("scores", got[0])
     scores = message("scores")
-    expect_close(name, shown, got_scores, best, scores_known, what=scores)
-    for what, values in [("parents", got_parents), ("tokens", got_tokens)]:
+    expect_close(name, shown, got[0], expected[0], scores_known, what=scores)
+    indices = list(
+        zip(("parents", "tokens"), got[1:], expected[1:], strict=True)
+    )
+    for what, values, _ in indices:
         if values.dtype.is_floating_point or values.dtype == torch.bool:
             problem = (
                 "returned {what} as {dtype} numbers; they are indices: return "
@@ -530,10 +531,7 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
                 "and i % vocab_size keep integers."
             )
             fail(name, problem, shown, hint, what=what, dtype=values.dtype)
-    for what, values, right in [
-        ("parents", got_parents, parents),
-        ("tokens", got_tokens, tokens),
-    ]:
+    for what, values, right in indices:
         right, values = right.tolist(), values.tolist()
         expect_equal(name, shown, values, right, known(what), what=what)
 
