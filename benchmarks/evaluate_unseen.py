@@ -61,11 +61,6 @@ from transformer_course.translation import (
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES_FILE = ROOT / "transformer_course" / "data" / "unseen_sources.json"
 MODEL = "the trained model"
-BASELINES = (
-    "copy the source",
-    "retrieve the nearest",
-    "retrieve, placeholders put in",
-)
 
 
 def unseen_sources(path=SOURCES_FILE) -> tuple[CatalogSource, ...]:
