@@ -1,0 +1,197 @@
+"""The held-aside set of issue 38: packages the corpus does not hold, pinned in
+transformer_course/data/unseen_sources.json, and the shipped model's scores on
+them in benchmarks/results/gettext_unseen.json (benchmarks/evaluate_unseen.py),
+which chapter 7 prints."""
+
+import hashlib
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_course.catalogs import CATALOG_SOURCES, CatalogSource
+from transformer_course.corpus import CORPUS_DIGEST, MessagePair, normalise
+from transformer_course.translation import (
+    BLEU_ZH,
+    CHRF,
+    GETTEXT_MODEL,
+    paired_difference,
+    scores,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "evaluate_unseen.py"
+RESULTS = ROOT / "benchmarks" / "results" / "gettext_unseen.json"
+CHAPTER = ROOT / "book" / "07_1_real_messages.ipynb"
+
+
+def load_script():
+    sys.path.insert(0, str(SCRIPT.parent))  # its imports: evaluate_gettext...
+    try:
+        spec = importlib.util.spec_from_file_location("evaluate_unseen", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+script = load_script()
+
+
+@pytest.fixture(scope="module")
+def document() -> dict:
+    return json.loads(RESULTS.read_text(encoding="utf-8"))
+
+
+def pypi_name(name: str) -> str:
+    """A project's name as PyPI compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_unseen_sources_are_pinned_wheels_the_corpus_does_not_hold():
+    rows = json.loads(script.SOURCES_FILE.read_text())
+    assert 6 <= len(rows) <= 10
+    for row in rows:
+        assert list(row) == list(CatalogSource._fields), row
+        assert row["package"] and row["version"] and row["licence"]
+        assert re.fullmatch(r"[0-9a-f]{64}", row["sha256"]), row
+    names = [pypi_name(row["package"]) for row in rows]
+    assert len(set(names)) == len(names)
+    corpus = {pypi_name(s.package) for s in CATALOG_SOURCES}
+    assert not corpus & set(names)
+    assert script.unseen_sources() == tuple(CatalogSource(**r) for r in rows)
+
+
+def test_held_aside_cleans_and_removes_copies_of_corpus_messages():
+    from transformer_course.catalogs import Entry
+
+    def entry(package, source, target):
+        return Entry(package, None, source, target, False, False, False)
+
+    splits = {
+        "train": [MessagePair("a", "Save changes", "保存更改")],
+        "dev": [MessagePair("b", "Delete", "删除")],
+        "test": [],
+    }
+    entries = [
+        entry("new", "Save changes", "保存修改"),  # the same English
+        entry("new", "delete.", "删除。"),  # a near copy
+        entry("new", "Terms &amp; Conditions", "条款和条件"),  # cleaned, kept
+        entry(
+            "other", "Terms &amp; Conditions", "条款和条件"
+        ),  # one per English
+        entry("new", "Nothing", ""),  # untranslated
+    ]
+    pairs, counts = script.held_aside(entries, splits)
+    assert pairs == [MessagePair("new", "Terms & Conditions", "条款和条件")]
+    assert counts["cleaning"]["read"] == 5
+    assert counts["distinct English messages"] == 3
+    assert counts["removed, the same English as a corpus message"] == 1
+    assert counts["removed, a near copy only (case, final punctuation)"] == 1
+    assert counts["kept"] == 1
+
+
+def test_the_committed_unseen_results_are_of_this_model_and_these_sources(
+    document,
+):
+    shipped = ROOT / "transformer_course" / "data" / GETTEXT_MODEL
+    assert document["model_sha256"] == (
+        hashlib.sha256(shipped.read_bytes()).hexdigest()
+    )
+    assert document["corpus_digest"] == CORPUS_DIGEST
+    assert [CatalogSource(**s) for s in document["sources"]] == list(
+        script.unseen_sources()
+    )
+    assert document["record"]["command"].startswith(
+        "python benchmarks/evaluate_unseen.py"
+    )
+    pairs = [MessagePair(*p) for p in document["pairs"]]
+    assert len(pairs) == document["messages"] >= 500
+    assert len({p.source for p in pairs}) == len(pairs)
+    names = {s["package"] for s in document["sources"]}
+    assert {p.package for p in pairs} <= names
+    counts = document["counts"]
+    assert counts["kept"] == len(pairs)
+    assert document["removed"] == counts["distinct English messages"] - len(
+        pairs
+    )
+
+
+def test_the_committed_scores_are_those_of_the_committed_outputs(document):
+    pairs = [MessagePair(*p) for p in document["pairs"]]
+    sources = [p.source for p in pairs]
+    references = [p.target for p in pairs]
+    outputs = document["outputs"]
+    assert outputs["copy the source"] == sources
+    for name, out in outputs.items():
+        assert scores(sources, out, references) == pytest.approx(
+            document["scores"][name]
+        ), name
+    for package, systems in document["packages"].items():
+        rows = [i for i, p in enumerate(pairs) if p.package == package]
+        for name, out in outputs.items():
+            again = scores(
+                [sources[i] for i in rows],
+                [out[i] for i in rows],
+                [references[i] for i in rows],
+            )
+            assert again == pytest.approx(systems[name]), (package, name)
+    for label, metrics in document["differences"].items():
+        model, baseline = label.split(" - ")
+        for metric_name, metric in (("BLEU", BLEU_ZH), ("chrF", CHRF)):
+            again = paired_difference(
+                outputs[baseline], outputs[model], references, metric
+            )
+            assert list(again) == pytest.approx(metrics[metric_name]), label
+
+
+def test_the_markdown_table_is_the_json(document):
+    markdown = RESULTS.with_suffix(".md").read_text(encoding="utf-8")
+    assert markdown.endswith("\n".join(script.table(document)) + "\n")
+
+
+def test_the_chapter_prints_the_committed_unseen_scores(document):
+    notebook = json.loads(CHAPTER.read_text(encoding="utf-8"))
+    (cell,) = [
+        c for c in notebook["cells"] if c.get("id") == "corpus-unseen-table"
+    ]
+    printed = "".join(
+        "".join(o.get("text", "")) for o in cell["outputs"]
+    ).splitlines()
+
+    def numbers(line):
+        return [float(x) for x in re.findall(r"[-+]?\d+\.\d", line)]
+
+    def row(lines, name):
+        (line,) = [x for x in lines if x.strip().startswith(name + "  ")]
+        return numbers(line)
+
+    minus = next(i for i, x in enumerate(printed) if x.endswith("interval)"))
+    table, differences = printed[:minus], printed[minus:]
+    keys = ("BLEU", "chrF", "chrF of the text", "placeholders", "loops")
+    for name, s in document["scores"].items():
+        assert row(table, name) == [round(s[k], 1) for k in keys], name
+    for label, metrics in document["differences"].items():
+        model, baseline = label.split(" - ")
+        if model == "the model, constrained":
+            wanted = [round(x, 1) for m in metrics.values() for x in m]
+            assert row(differences, baseline) == wanted, label
+
+
+def test_no_held_aside_message_is_a_near_copy_of_a_corpus_message(document):
+    from transformer_course.catalogs import catalog_dir
+
+    if not all((catalog_dir() / s.package).is_dir() for s in CATALOG_SOURCES):
+        pytest.skip("the corpus's catalogs are not fetched")
+    from transformer_course.corpus import gettext_corpus
+
+    corpus = {
+        normalise(p.source)
+        for split in gettext_corpus().values()
+        for p in split
+    }
+    assert not {normalise(p[1]) for p in document["pairs"]} & corpus
