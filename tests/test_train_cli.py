@@ -1,13 +1,13 @@
 """`python -m transformer_course.train`: exact resume across processes, and
 DistributedDataParallel on two CPU processes equal to one process.
 
-Each process the module starts costs about 4.5 s of CPU before its first update
-(PyTorch and torch._dynamo, which the optimizer imports, 3.5 s; the task,
-1 s), and training adds well under a second. So what only gives the
-reference to compare with (the uninterrupted run, the one-process run, the
-checkpoint a resumed run starts from, --help) runs in this process, through
-the same main(); the runs whose claim is about a fresh process (the resumed
-ones, the distributed ones) are processes of their own."""
+Each process the module starts costs about 4.5 s of CPU (PyTorch and
+torch._dynamo, which the optimizer imports, 3.5 s; the task, 1 s), its few
+updates the least of it. So what only gives the reference to compare with
+(the uninterrupted run, the one-process run, the checkpoint a resumed run
+starts from, --help) runs in this process, through the same main(); the
+runs whose claim is about a fresh process (the resumed ones, the
+distributed ones) are processes of their own."""
 
 import contextlib
 import io
