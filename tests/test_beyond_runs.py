@@ -22,6 +22,7 @@ from transformer_course.beyond_experiments import (
     shipped_runs_path,
     training_settings,
 )
+from transformer_course.toy_tasks import TranslationTask
 from transformer_course.training import exact_match
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,26 @@ RECORD = json.loads(shipped_runs_path().with_suffix(".json").read_text())
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def examples_encoded_once():
+    """Each Run encodes its task's training split anew (the grammar task's
+    30,000 pairs: TranslationTask.examples), and this module makes about 20
+    Runs of the one task that make_task keeps, for the same split: encoded
+    here once a task and split, each call given a list of its own."""
+    encoded = {}
+    examples = TranslationTask.examples
+
+    def once(task, split):
+        key = (id(task), split)
+        if key not in encoded:  # the task kept too: its id stays its own
+            encoded[key] = (task, examples(task, split))
+        return list(encoded[key][1])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TranslationTask, "examples", once)
+        yield
 
 
 @pytest.fixture(scope="module")

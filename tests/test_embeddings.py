@@ -3,6 +3,7 @@ text8's checksum, the special tokens and the word vocabulary."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import nltk
 import numpy as np
@@ -75,15 +76,25 @@ def test_tokenize_rejects_non_text(value, message):
 
 
 def test_word2vec_is_reproducible_across_processes():
-    """Same vectors in two processes with different string-hash seeds."""
+    """Same vectors in two processes with different string-hash seeds. Each
+    loads this repository's transformer_course/embeddings.py (standard
+    library only; gensim on first use) by its path: not the package, whose
+    __init__ imports PyTorch (2 s of CPU a process), which word2vec never
+    uses."""
+    module = Path(__file__).resolve().parent.parent / "transformer_course"
     program = (
-        "from transformer_course.embeddings import train_word2vec\n"
-        "m = train_word2vec([['a', 'b', 'c', 'a', 'b']] * 20, vector_size=8, min_count=1)\n"
-        "print(m.wv['a'].round(6).tolist())\n"
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location("
+        "'embeddings', sys.argv[1])\n"
+        "embeddings = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(embeddings)\n"
+        "m = embeddings.train_word2vec("
+        "[['a', 'b', 'c', 'a', 'b']] * 20, vector_size=8, min_count=1)\n"
+        "print('torch' in sys.modules, m.wv['a'].round(6).tolist())\n"
     )
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", program],
+            [sys.executable, "-c", program, str(module / "embeddings.py")],
             env={"PYTHONHASHSEED": seed, "PATH": ""},
             capture_output=True,
             text=True,
@@ -92,6 +103,7 @@ def test_word2vec_is_reproducible_across_processes():
         for seed in ("1", "2")
     }
     assert len(outputs) == 1
+    assert outputs.pop().startswith("False [")
 
 
 def test_word2vec_changes_with_seed():

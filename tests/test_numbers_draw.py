@@ -11,6 +11,7 @@ import pytest
 
 from transformer_course import training
 from transformer_course.toy_tasks import (
+    Pair,
     _chain,
     _numbers,
     _numbers_fast,
@@ -60,13 +61,28 @@ def test_small_windows_cut_draws_anywhere(seed, window):
         assert fast.getstate() == slow.getstate()
 
 
+def by_number(n):
+    """A stand-in for number_pair, which make_task calls on each number
+    drawn: the number itself, without the 3 s of num2words for the 32,500
+    numbers of a task (number_pair is a function of the number, the same in
+    both tasks: equal splits of numbers are equal splits of pairs)."""
+    return Pair((str(n),), (str(n),), ((0,),))
+
+
 def test_make_task_splits_are_the_loops(monkeypatch):
     # both draws in turn, then the shuffle and the sample that read the state
     # they leave (slow: the loop takes millions of draws to find all of
     # 17,000 to 17,999)
+    monkeypatch.setattr(training, "number_pair", by_number)
     fast = training.make_task.__wrapped__("numbers")
     monkeypatch.setattr(training, "_numbers_fast", _numbers)
     slow = training.make_task.__wrapped__("numbers")
+    assert [len(fast.splits[name]) for name in fast.splits] == [
+        30000,
+        500,
+        1000,
+        1000,
+    ]
     assert fast.splits == slow.splits
     assert fast.vocab.tokens == slow.vocab.tokens
 
