@@ -354,7 +354,12 @@ def test_every_chapter_starts_on_simulated_colab():
     The first run builds Colab's packages once (about 5 GB, a minute or two)."""
     colab_python_or_skip()
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "colab.py"), "--fast"],
+        [
+            sys.executable,
+            str(ROOT / "tools" / "colab.py"),
+            "simulate",
+            "--fast",
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -384,19 +389,20 @@ def test_colab_note_quotes_the_simulated_run(path):
     results = json.loads(colab.RESULTS.read_text())
     assert results["runtime_commit"] == runtime["commit"], (
         "the runtime changed since the full form ran: run python tools/colab.py "
-        "--write benchmarks/results"
+        "simulate --write benchmarks/results"
     )
     record = results["chapters"][path.stem]
     assert record["passed"], f"{path.stem} failed on simulated Colab"
     assert record["fingerprint"] == colab.fingerprint(path, runtime), (
         f"{path.stem}'s code or the dependencies changed since its time was "
-        f"measured: python tools/colab.py --write benchmarks/results {path.stem}"
+        f"measured: python tools/colab.py simulate --write benchmarks/results "
+        f"{path.stem}"
     )
     note = colab_note(read(path))
     expected = colab.colab_note(path.stem, record["seconds"])
     assert note == expected, (
-        f"{path.stem}: the note must be\n{expected}\n(python -c 'import colab; "
-        "colab.write_notes()' in tools/ writes it)"
+        f"{path.stem}: the note must be\n{expected}\n(python tools/colab.py "
+        "notes writes it)"
     )
 
 
@@ -417,3 +423,49 @@ def test_fingerprint_is_blind_to_comments_docstrings_and_layout():
         magic.replace("# a note\n", "")
     )
     assert colab.code_shape(magic) != colab.code_shape(magic.replace("1", "2"))
+
+
+# --- the command line -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, called",
+    [
+        (["--fast"], ("simulate", [], True, None, 1200)),
+        ([], ("simulate", [], False, None, 1200)),
+        (
+            ["07_1_real_messages"],
+            ("simulate", ["07_1_real_messages"], False, None, 1200),
+        ),
+        (
+            ["simulate", "--write", "out", "--timeout", "9", "08_2"],
+            ("simulate", ["08_2"], False, Path("out"), 9),
+        ),
+        (["notes"], ("notes", colab.RESULTS)),
+        (["notes", "--results", "r.json"], ("notes", Path("r.json"))),
+        (["describe", "--backend-info", "info"], ("describe", Path("info"))),
+    ],
+)
+def test_each_subcommand_calls_its_function(argv, called, monkeypatch):
+    calls = []
+    monkeypatch.setattr(
+        colab, "simulate", lambda *a: calls.append(("simulate", *a)) or 0
+    )
+    monkeypatch.setattr(
+        colab, "write_notes", lambda *a: calls.append(("notes", *a))
+    )
+    monkeypatch.setattr(
+        colab, "describe", lambda *a: calls.append(("describe", *a))
+    )
+    assert colab.main(argv) == 0
+    assert calls == [called]
+
+
+@pytest.mark.parametrize(
+    "argv", [["describe"], ["notes", "--fast"], ["simulate", "--nope"]]
+)
+def test_a_subcommand_refuses_what_it_does_not_take(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        colab.main(argv)
+    assert stop.value.code == 2
+    assert "usage: " in capsys.readouterr().err

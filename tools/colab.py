@@ -28,17 +28,21 @@ script rebuilds that here and runs every chapter in it:
    And nothing may be installed that the runtime file does not know (Colab may
    preinstall it at another version): then the file is stale, run describe.
 
-    python tools/colab.py --fast            # every chapter, fast form
-    python tools/colab.py --write benchmarks/results     # full form, timed
-    python tools/colab.py 07_training       # one chapter, full form
-    python tools/colab.py --write benchmarks/results 07  # re-time one chapter
-    python tools/colab.py describe --backend-info DIR    # rewrite the runtime file
+    python tools/colab.py simulate --fast     # every chapter, fast form
+    python tools/colab.py simulate --write benchmarks/results  # full, timed
+    python tools/colab.py simulate 07_1       # one section, full form
+    python tools/colab.py simulate --write benchmarks/results 07_1  # re-time
+    python tools/colab.py notes               # the notes from the times
+    python tools/colab.py describe --backend-info DIR  # the runtime file
 
-With --write (on a committed tree) the full form records each chapter's time,
-set-up included, with a fingerprint of the chapter's code cells and the
-dependencies, in benchmarks/results/colab_simulation.json; each chapter's "On
-Colab" note quotes it, and tests/test_colab.py fails when a note and the file
-disagree or a chapter changed since its time was taken. The base lives in
+`simulate` is the default: `python tools/colab.py --fast` is the same run.
+
+With `simulate --write` (on a committed tree) the full form records each
+chapter's time, set-up included, with a fingerprint of the chapter's code cells
+and the dependencies, in benchmarks/results/colab_simulation.json, and rewrites
+each chapter's "On Colab" note from it (`notes` does only that);
+tests/test_colab.py fails when a note and the file disagree or a chapter changed
+since its time was taken. The base lives in
 ~/.cache/transformer_course_colab ($TRANSFORMER_COURSE_COLAB_CACHE).
 """
 
@@ -980,27 +984,50 @@ def describe(backend_info: Path, out: Path = RUNTIME) -> None:
     print(f"{out}: {len(preinstalled)} preinstalled packages pinned")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
+SUBCOMMANDS = ("simulate", "notes", "describe")
+
+
+def parser() -> argparse.ArgumentParser:
+    """simulate (the default), notes, describe: each its own arguments."""
+    top = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    simulate_ = commands.add_parser(
+        "simulate", help="run chapters on simulated Colab (the default)"
+    )
+    simulate_.add_argument(
         "chapters", nargs="*", help="chapter names (default: all)"
     )
-    parser.add_argument(
+    simulate_.add_argument(
         "--fast", action="store_true", help="set-up and imports only"
     )
-    parser.add_argument(
+    simulate_.add_argument(
         "--write", type=Path, help="folder for colab_simulation.json"
     )
-    parser.add_argument(
+    simulate_.add_argument(
         "--timeout", type=int, default=1200, help="seconds per cell"
     )
-    parser.add_argument("--backend-info", type=Path, help="for describe")
-    args = parser.parse_args(argv)
+    notes = commands.add_parser(
+        "notes", help="rewrite each chapter's note from the measured times"
+    )
+    notes.add_argument("--results", type=Path, default=RESULTS)
+    describe_ = commands.add_parser(
+        "describe", help="rewrite the runtime file from Colab's lists"
+    )
+    describe_.add_argument("--backend-info", type=Path, required=True)
+    return top
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in (*SUBCOMMANDS, "-h", "--help"):
+        argv.insert(0, "simulate")  # python tools/colab.py [--fast] [...]
+    args = parser().parse_args(argv)
     try:
-        if args.chapters[:1] == ["describe"]:
-            if args.backend_info is None:
-                parser.error("describe needs --backend-info DIR")
+        if args.command == "describe":
             describe(args.backend_info)
+            return 0
+        if args.command == "notes":
+            write_notes(args.results)
             return 0
         return simulate(args.chapters, args.fast, args.write, args.timeout)
     except SimulationError as error:
