@@ -22,8 +22,10 @@ in), scored and compared by evaluate_gettext.judge(): BLEU, chrF, chrF of the
 text, placeholder accuracy, looping outputs, the model's differences from
 each baseline with their 95 % paired-bootstrap intervals (1,000 resamples),
 and the scores per package. Writes benchmarks/results/gettext_unseen.json
-(with every message and every system's output, so that the scores can be
-checked without the catalogs) and gettext_unseen.md.
+and gettext_unseen.md. Like the corpus, the catalogs' text is never
+committed (some of these packages are GPL): the file keeps, for each
+message, its package and a digest of its English, and the model's
+translations.
 """
 
 import argparse
@@ -96,6 +98,24 @@ def held_aside(entries, splits) -> tuple[list, dict]:
     return kept, counts
 
 
+def baselines(english, retrieval) -> dict:
+    """The three baselines' outputs for these English messages."""
+    return {
+        "copy the source": english,
+        "retrieve the nearest": retrieval.translate(english),
+        "retrieve, placeholders put in": retrieval.translate(
+            english, put_placeholders=True
+        ),
+    }
+
+
+def digest(english: str) -> str:
+    """Which message a row is, without committing its text: like the
+    corpus, the held-aside catalogs are built on each machine, never
+    committed (some are GPL)."""
+    return hashlib.sha256(english.encode("utf-8")).hexdigest()[:16]
+
+
 def table(document) -> list[str]:
     """The Markdown table of the scores and the model's differences."""
     lines = [
@@ -140,6 +160,8 @@ def main(argv=None) -> None:
         "--out", type=Path, default=ROOT / "benchmarks" / "results"
     )
     args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit takes a positive number of messages")
     torch.set_num_threads(args.threads)
     sources = unseen_sources()
     fetch_catalogs(args.catalogs, sources=sources)  # cached once fetched
@@ -152,15 +174,11 @@ def main(argv=None) -> None:
     constrained = translate(model, tokenizer, english)  # as it ships
     seconds = time.perf_counter() - start
     retrieval = Retrieval(splits["train"])
-    systems = {
+    models = {
         CONSTRAINED: constrained,
         MODEL: decode(model, tokenizer, english),
-        "copy the source": english,
-        "retrieve the nearest": retrieval.translate(english),
-        "retrieve, placeholders put in": retrieval.translate(
-            english, put_placeholders=True
-        ),
     }
+    systems = {**models, **baselines(english, retrieval)}
     similarity = [s for _, s in retrieval.nearest(english)]
     document = {
         "record": provenance(
@@ -186,8 +204,11 @@ def main(argv=None) -> None:
         ),
         "seconds to decode, constrained": round(seconds),
         **judge(pairs, systems, [CONSTRAINED, MODEL]),
-        "pairs": [list(p) for p in pairs],
-        "outputs": systems,
+        # the package and a digest of the English of each message, and the
+        # model's translations (tests/test_unseen.py rebuilds the rest from
+        # the catalogs where they are fetched)
+        "messages_index": [[p.package, digest(p.source)] for p in pairs],
+        "model_outputs": models,
     }
     path = write_results(
         args.out,

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -109,24 +110,65 @@ def test_the_committed_unseen_results_are_of_this_model_and_these_sources(
     assert document["record"]["command"].startswith(
         "python benchmarks/evaluate_unseen.py"
     )
-    pairs = [MessagePair(*p) for p in document["pairs"]]
-    assert len(pairs) == document["messages"] >= 500
-    assert len({p.source for p in pairs}) == len(pairs)
+    index = document["messages_index"]
+    assert len(index) == document["messages"] >= 500
+    assert len({d for _, d in index}) == len(index)  # one row per message
     names = {s["package"] for s in document["sources"]}
-    assert {p.package for p in pairs} <= names
-    counts = document["counts"]
-    assert counts["kept"] == len(pairs)
-    assert document["removed"] == counts["distinct English messages"] - len(
-        pairs
+    assert {package for package, _ in index} <= names
+    assert document["messages per package"] == dict(
+        sorted(Counter(package for package, _ in index).items())
     )
+    counts = document["counts"]
+    assert counts["kept"] == len(index)
+    assert document["removed"] == counts["distinct English messages"] - len(
+        index
+    )
+    assert set(document["model_outputs"]) == {
+        "the model, constrained",
+        script.MODEL,
+    }
+    for out in document["model_outputs"].values():
+        assert len(out) == len(index)
 
 
-def test_the_committed_scores_are_those_of_the_committed_outputs(document):
-    pairs = [MessagePair(*p) for p in document["pairs"]]
+@pytest.fixture(scope="module")
+def rebuilt(document):
+    """(pairs, splits): the held-aside messages rebuilt from the fetched
+    catalogs (the file keeps only their packages and digests: the text is
+    never committed), and the corpus's splits."""
+    from transformer_course.catalogs import catalog_dir, read_catalogs
+    from transformer_course.corpus import gettext_corpus
+
+    unseen = catalog_dir().with_name("unseen_catalogs")
+    sources = script.unseen_sources()
+    fetched = [catalog_dir() / s.package for s in CATALOG_SOURCES] + [
+        unseen / s.package for s in sources
+    ]
+    if not all(folder.is_dir() for folder in fetched):
+        pytest.skip(
+            "the catalogs are not fetched: python benchmarks/evaluate_unseen.py"
+        )
+    splits = gettext_corpus()
+    pairs, counts = script.held_aside(read_catalogs(unseen, sources), splits)
+    assert counts == document["counts"]
+    assert [[p.package, script.digest(p.source)] for p in pairs] == document[
+        "messages_index"
+    ]
+    return pairs, splits
+
+
+def test_the_committed_scores_are_those_of_the_committed_outputs(
+    document, rebuilt
+):
+    from transformer_course.translation import Retrieval
+
+    pairs, splits = rebuilt
     sources = [p.source for p in pairs]
     references = [p.target for p in pairs]
-    outputs = document["outputs"]
-    assert outputs["copy the source"] == sources
+    outputs = {
+        **document["model_outputs"],
+        **script.baselines(sources, Retrieval(splits["train"])),
+    }
     for name, out in outputs.items():
         assert scores(sources, out, references) == pytest.approx(
             document["scores"][name]
@@ -182,16 +224,14 @@ def test_the_chapter_prints_the_committed_unseen_scores(document):
             assert row(differences, baseline) == wanted, label
 
 
-def test_no_held_aside_message_is_a_near_copy_of_a_corpus_message(document):
-    from transformer_course.catalogs import catalog_dir
+def test_no_held_aside_message_is_a_near_copy_of_a_corpus_message(rebuilt):
+    pairs, splits = rebuilt
+    corpus = {normalise(p.source) for split in splits.values() for p in split}
+    assert not {normalise(p.source) for p in pairs} & corpus
 
-    if not all((catalog_dir() / s.package).is_dir() for s in CATALOG_SOURCES):
-        pytest.skip("the corpus's catalogs are not fetched")
-    from transformer_course.corpus import gettext_corpus
 
-    corpus = {
-        normalise(p.source)
-        for split in gettext_corpus().values()
-        for p in split
-    }
-    assert not {normalise(p[1]) for p in document["pairs"]} & corpus
+def test_the_committed_file_holds_no_catalog_text(document):
+    """Like the corpus, the held-aside catalogs are never committed."""
+    assert "pairs" not in document and "outputs" not in document
+    text = RESULTS.read_text(encoding="utf-8")
+    assert "Mail Host" not in text  # Postorius's (GPL) first message
