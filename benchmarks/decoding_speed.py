@@ -64,7 +64,7 @@ def main(argv=None) -> None:
     if args.repeats < 5:
         parser.error("--repeats must be at least 5 (a median and a spread)")
     torch.set_num_threads(1)
-    run = train_or_load("grammar", progress=False)
+    run = train_or_load("grammar", progress=False, device="cpu")
     sources = [s for s, _ in run.task.examples("test")[:SENTENCES]]
     src = pad_sequence(
         [torch.tensor(s) for s in sources],
