@@ -1,7 +1,9 @@
 """Shared helpers for the book's tests."""
 
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,22 @@ import torch  # noqa: E402  (it loads NumPy)
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_benchmark(stem: str):
+    """benchmarks/<stem>.py as a module, with benchmarks/ on the path only
+    while it loads (its own imports: results_files, evaluate_gettext...)."""
+    folder = ROOT / "benchmarks"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            stem, folder / f"{stem}.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    return module
 
 
 def toc_files() -> list[str]:

@@ -5,14 +5,13 @@ without training, and scoring what the record says; a changed setting trains."""
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_benchmark
 
 from transformer_course import beyond_experiments
 from transformer_course.beyond_experiments import (
@@ -25,22 +24,7 @@ from transformer_course.beyond_experiments import (
 from transformer_course.toy_tasks import TranslationTask
 from transformer_course.training import exact_match
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "train_beyond_models.py"
-
-
-def load_script():
-    sys.path.insert(0, str(SCRIPT.parent))  # its own imports: results_files
-    try:
-        spec = importlib.util.spec_from_file_location("train_beyond", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
-script = load_script()
+script = load_benchmark("train_beyond_models")
 RECORD = json.loads(shipped_runs_path().with_suffix(".json").read_text())
 
 

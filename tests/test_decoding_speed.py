@@ -2,24 +2,13 @@
 timed in turn after a warm-up round, it refuses too few repeats for a median
 and a spread, and its committed results agree with themselves."""
 
-import importlib.util
 import json
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_benchmark
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # its import of results_files
-try:
-    spec = importlib.util.spec_from_file_location(
-        "decoding_speed", ROOT / "benchmarks" / "decoding_speed.py"
-    )
-    decoding_speed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(decoding_speed)
-finally:
-    sys.path.remove(str(ROOT / "benchmarks"))
+decoding_speed = load_benchmark("decoding_speed")
 
 
 def test_the_decoders_run_in_turn_after_a_warm_up_round():

@@ -4,14 +4,12 @@ them in benchmarks/results/gettext_unseen.json (benchmarks/evaluate_unseen.py),
 which chapter 7 prints."""
 
 import hashlib
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_benchmark
 
 from transformer_course.catalogs import CATALOG_SOURCES, CatalogSource
 from transformer_course.corpus import CORPUS_DIGEST, MessagePair, normalise
@@ -23,24 +21,11 @@ from transformer_course.translation import (
     scores,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "evaluate_unseen.py"
 RESULTS = ROOT / "benchmarks" / "results" / "gettext_unseen.json"
 CHAPTER = ROOT / "book" / "07_1_real_messages.ipynb"
 
 
-def load_script():
-    sys.path.insert(0, str(SCRIPT.parent))  # its imports: evaluate_gettext...
-    try:
-        spec = importlib.util.spec_from_file_location("evaluate_unseen", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
-script = load_script()
+script = load_benchmark("evaluate_unseen")
 
 
 @pytest.fixture(scope="module")
