@@ -57,6 +57,13 @@ HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 WIDTHS = [1200, 800]
 BROWSER_FLAGS = [
+    # Every host but the local server is unknown to the browser: the CDN's
+    # MathJax and fonts are not needed, and nothing else is reached. (Routing
+    # each request through Playwright would do the same, but Playwright turns
+    # the browser's cache off while it routes: every page fetched the theme's
+    # 1.5 MB of Font Awesome again, and the English pages took about 50 % more
+    # CPU time, measured with /usr/bin/time: 15.8 s against 10.6 s.)
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -279,18 +286,9 @@ NEXT_FRAMES = """
 
 
 def local_context(browser, width: int):
-    """A browser context that reaches nothing but the local server: the
-    CDN's MathJax and fonts are not needed."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    context.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if urlparse(route.request.url).hostname == "127.0.0.1"
-            else route.abort()
-        ),
-    )
-    return context
+    """A browser context, `width` pixels wide, of the browser that reaches
+    nothing but the local server (BROWSER_FLAGS)."""
+    return browser.new_context(viewport={"width": width, "height": 900})
 
 
 @pytest.fixture(scope="module")
@@ -503,3 +501,16 @@ def test_search_finds_words_of_either_language(
     context.close()
     pages = sorted({href.split("#")[0] for href in found})
     assert expected in pages, f"{edition}search.html?q={query}: {text} {pages}"
+
+
+def test_the_browser_reaches_only_the_local_server(site_url, browser):
+    """BROWSER_FLAGS: the site's own files come, and a request to any other
+    host fails in the browser without leaving the machine."""
+    context = local_context(browser, 1200)
+    tab = context.new_page()
+    tab.goto(f"{site_url}/book/intro.html", wait_until="load")
+    fetch = "url => fetch(url).then(r => r.status, e => 'failed: ' + e.name)"
+    local = tab.evaluate(fetch, f"{site_url}/book/intro.html")
+    elsewhere = tab.evaluate(fetch, "https://cdn.jsdelivr.net/npm/mathjax@3/")
+    context.close()
+    assert (local, elsewhere) == (200, "failed: TypeError")
