@@ -14,8 +14,8 @@ script rebuilds that here and runs every chapter in it:
 2. **A fresh machine per chapter.** A new, empty environment layered on that base
    (a `.pth` file puts the base's packages on its path, so pip sees them as
    preinstalled and installs anything new or different into the fresh one), a new
-   home folder (empty caches; the fast form keeps pip's), a kernel that has imported `google.colab` (a
-   stand-in module) as Colab's does.
+   home folder (empty caches; the fast form keeps pip's), a kernel that has
+   imported `google.colab` (a stand-in module) as Colab's does.
 3. **The chapter's own set-up cell**, with its repository pointed at a snapshot of
    this repository's HEAD (what Colab would clone; commit first) and its folder at
    a scratch folder instead of /content. Its last line asserts that pip worked;
