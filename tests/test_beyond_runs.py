@@ -18,6 +18,7 @@ from transformer_course.beyond_experiments import (
     fit_or_load,
     reversal_or_load,
     reversal_settings,
+    shipped_run,
     shipped_runs_path,
     training_settings,
 )
@@ -179,3 +180,27 @@ def test_the_scripts_dry_run_writes_what_the_loaders_load(
             assert "test exact match, first 4, as shipped" in made, name
     decoded = record["runs"]["reversal, pre-LN, warm-up 50"]
     assert "reversed exactly, as shipped" in decoded
+
+
+def test_the_shipped_runs_are_read_once_until_the_file_changes(
+    monkeypatch, tmp_path
+):
+    reads = []
+    real_load = torch.load
+
+    def counting_load(*args, **kwargs):
+        reads.append(args[0])
+        return real_load(*args, **kwargs)
+
+    path = tmp_path / "beyond_runs.pt"
+    made_with = {"steps": 1}
+    torch.save({"a": {"made_with": made_with, "losses": [1.0]}}, path)
+    monkeypatch.setattr(beyond_experiments, "shipped_runs_path", lambda: path)
+    monkeypatch.setattr(torch, "load", counting_load)
+    assert shipped_run("a", made_with)["losses"] == [1.0]
+    assert shipped_run("a", {"steps": 2}) is None  # other settings
+    assert shipped_run("b", made_with) is None
+    assert len(reads) == 1
+    torch.save({"a": {"made_with": made_with, "losses": [2.0, 3.0]}}, path)
+    assert shipped_run("a", made_with)["losses"] == [2.0, 3.0]  # read again
+    assert len(reads) == 2

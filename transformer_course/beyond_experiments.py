@@ -91,6 +91,7 @@ class BeyondTrainConfig(TrainConfig):
         )
 
 # %% ../book/09_2_training_and_decoding.ipynb #fit-or-load
+import functools
 import importlib.resources
 from pathlib import Path
 
@@ -106,13 +107,22 @@ def shipped_runs_path() -> Path:
     return Path(str(data / "beyond_runs.pt"))
 
 
+@functools.cache
+def _shipped_runs(path: Path, version: tuple) -> dict:
+    """The runs in the file `path` at `version` (its size and time of
+    change): read once, not once per run asked for."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def shipped_run(name: str, made_with: dict) -> dict | None:
     """The shipped run `name` if it was made with the settings `made_with`,
-    else None."""
+    else None (its weights are shared: copy them in, do not change them)."""
     path = shipped_runs_path()
     if not path.exists():
         return None
-    run = torch.load(path, map_location="cpu", weights_only=True).get(name)
+    stat = path.stat()
+    runs = _shipped_runs(path, (stat.st_size, stat.st_mtime_ns))
+    run = runs.get(name)
     return run if run is not None and run["made_with"] == made_with else None
 
 
@@ -230,4 +240,4 @@ def reversal_or_load(
     if shipped["weights"] is not None:
         model = small_model(norm_first, n_layers=4, seed=seed)
         model.load_state_dict(shipped["weights"])  # float16 -> float32
-    return model, shipped["losses"]
+    return model, list(shipped["losses"])  # a copy: the file is read once
