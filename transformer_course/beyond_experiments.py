@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['LagModel', 'lag_batch', 'train_lag', 'BeyondTrainConfig', 'shipped_runs_path', 'shipped_run', 'training_settings',
-           'fit_or_load', 'reversal_batch', 'small_model', 'loss_on', 'layer_gradient_norms', 'train_reversal',
-           'reversal_settings', 'reversal_or_load']
+           'EncodedOnce', 'task_encoded_once', 'fit_or_load', 'reversal_batch', 'small_model', 'loss_on',
+           'layer_gradient_norms', 'train_reversal', 'reversal_settings', 'reversal_or_load']
 
 # %% ../book/09_2_training_and_decoding.ipynb #cell-040
 import torch
@@ -95,8 +95,9 @@ import functools
 import importlib.resources
 from pathlib import Path
 
+from .toy_tasks import TranslationTask
 from .trained_models import train_or_load
-from .training import Run, fit
+from .training import Run, fit, make_task
 
 
 def shipped_runs_path() -> Path:
@@ -133,6 +134,27 @@ def training_settings(config: TrainConfig) -> dict:
     return fields
 
 
+class EncodedOnce(TranslationTask):
+    """A task that encodes each split once: a Run encodes its task's
+    training split anew, and this section makes several Runs of one task.
+    examples() gives a list of its own each time."""
+
+    def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
+        encoded = self.__dict__.setdefault("_encoded", {})
+        if split not in encoded:
+            encoded[split] = super().examples(split)
+        return list(encoded[split])
+
+
+@functools.cache
+def task_encoded_once(name: str, n_train: int, seed: int):
+    """make_task's task, as EncodedOnce if it is a toy task."""
+    task = make_task(name, n_train=n_train, seed=seed)
+    if type(task) is not TranslationTask:  # the corpus: its own encoding
+        return task
+    return EncodedOnce(task.name, task.vocab, task.splits)
+
+
 def fit_or_load(
     name: str, config: TrainConfig, start=None, retrain=False, progress=False
 ) -> Run:
@@ -146,7 +168,9 @@ def fit_or_load(
         return train_or_load(
             config, retrain=retrain, progress=progress, device=config.device
         )
-    run = Run(config)
+    run = Run(
+        config, task_encoded_once(config.task, config.n_train, config.seed)
+    )
     if shipped is not None:
         run.model.load_state_dict(shipped["weights"])  # float16 -> float32
         run.step = config.updates
