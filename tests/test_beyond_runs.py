@@ -15,14 +15,17 @@ from conftest import load_benchmark
 
 from transformer_course import beyond_experiments
 from transformer_course.beyond_experiments import (
+    EncodedOnce,
     fit_or_load,
     reversal_or_load,
     reversal_settings,
+    shipped_run,
     shipped_runs_path,
+    task_encoded_once,
     training_settings,
 )
 from transformer_course.toy_tasks import TranslationTask
-from transformer_course.training import exact_match
+from transformer_course.training import exact_match, make_task
 
 script = load_benchmark("train_beyond_models")
 RECORD = json.loads(shipped_runs_path().with_suffix(".json").read_text())
@@ -179,3 +182,49 @@ def test_the_scripts_dry_run_writes_what_the_loaders_load(
             assert "test exact match, first 4, as shipped" in made, name
     decoded = record["runs"]["reversal, pre-LN, warm-up 50"]
     assert "reversed exactly, as shipped" in decoded
+
+
+def test_the_shipped_runs_are_read_once_until_the_file_changes(
+    monkeypatch, tmp_path
+):
+    reads = []
+    real_load = torch.load
+
+    def counting_load(*args, **kwargs):
+        reads.append(args[0])
+        return real_load(*args, **kwargs)
+
+    path = tmp_path / "beyond_runs.pt"
+    made_with = {"steps": 1}
+    torch.save({"a": {"made_with": made_with, "losses": [1.0]}}, path)
+    monkeypatch.setattr(beyond_experiments, "shipped_runs_path", lambda: path)
+    monkeypatch.setattr(torch, "load", counting_load)
+    assert shipped_run("a", made_with)["losses"] == [1.0]
+    assert shipped_run("a", {"steps": 2}) is None  # other settings
+    assert shipped_run("b", made_with) is None
+    assert len(reads) == 1
+    torch.save({"a": {"made_with": made_with, "losses": [2.0, 3.0]}}, path)
+    assert shipped_run("a", made_with)["losses"] == [2.0, 3.0]  # read again
+    assert len(reads) == 2
+
+
+def test_a_task_encoded_once_encodes_each_split_once(monkeypatch):
+    task = make_task("grammar")
+    assert type(task_encoded_once("grammar", 30000, 0)) is EncodedOnce
+    small = EncodedOnce(
+        task.name, task.vocab, {"train": task.splits["train"][:5]}
+    )
+    calls = []
+    encode = TranslationTask.examples
+
+    def counting(self, split):
+        calls.append(split)
+        return encode(self, split)
+
+    monkeypatch.setattr(TranslationTask, "examples", counting)
+    first, second = small.examples("train"), small.examples("train")
+    assert calls == ["train"]
+    assert first == second == encode(task, "train")[:5]
+    assert first is not second  # a list of its own
+    first.clear()
+    assert len(small.examples("train")) == 5

@@ -45,6 +45,7 @@ from transformer_course.corpus import (
     untag_placeholders,
 )
 from transformer_course.translation import (
+    BLEU_ZH,
     CHRF,
     Retrieval,
     ban_repeated_ngrams,
@@ -54,6 +55,7 @@ from transformer_course.translation import (
     loops,
     paired_difference,
     placeholder_accuracy,
+    prepared_metrics,
     save_translation_model,
     scores,
     translate,
@@ -609,6 +611,29 @@ def test_scores_are_sacrebleu_zh_and_chrf():
     # the text between placeholders only: a copied placeholder earns nothing
     copied = scores(["Open %(name)s"], ["%(name)s"], ["打开 %(name)s"])
     assert copied["chrF"] > 0 and copied["chrF of the text"] == 0
+
+
+def test_scores_prepare_each_test_set_once_and_never_mix_them():
+    import sacrebleu
+
+    first = (["Open %s", "Save"], ["打开 %s", "保存"])
+    second = (["Close", "Delete %s"], ["关闭", "删除 %s"])
+    hyps = ["打开 %s", "保 存"]
+    figures = [
+        scores(sources, hyps, refs)["chrF"]
+        for sources, refs in (first, second, first, first)
+    ]
+    fresh = [
+        sacrebleu.corpus_chrf(hyps, [refs]).score
+        for refs in (first[1], second[1], first[1], first[1])
+    ]
+    assert figures == fresh and figures[0] != figures[1]
+    bleu, chrf, _ = prepared_metrics(first[1])  # the metrics scores() used
+    for prepared, metric in ((bleu, BLEU_ZH), (chrf, CHRF)):
+        metric.corpus_score(hyps, [first[1]])
+        assert prepared.get_signature().format() == (
+            metric.get_signature().format()
+        )
 
 
 # -- the model that ships with the library --------------------------------------------

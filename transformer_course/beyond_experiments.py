@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['LagModel', 'lag_batch', 'train_lag', 'BeyondTrainConfig', 'shipped_runs_path', 'shipped_run', 'training_settings',
-           'fit_or_load', 'reversal_batch', 'small_model', 'loss_on', 'layer_gradient_norms', 'train_reversal',
-           'reversal_settings', 'reversal_or_load']
+           'EncodedOnce', 'task_encoded_once', 'fit_or_load', 'reversal_batch', 'small_model', 'loss_on',
+           'layer_gradient_norms', 'train_reversal', 'reversal_settings', 'reversal_or_load']
 
 # %% ../book/09_2_training_and_decoding.ipynb #cell-040
 import torch
@@ -91,11 +91,13 @@ class BeyondTrainConfig(TrainConfig):
         )
 
 # %% ../book/09_2_training_and_decoding.ipynb #fit-or-load
+import functools
 import importlib.resources
 from pathlib import Path
 
+from .toy_tasks import TranslationTask
 from .trained_models import train_or_load
-from .training import Run, fit
+from .training import Run, fit, make_task
 
 
 def shipped_runs_path() -> Path:
@@ -106,13 +108,22 @@ def shipped_runs_path() -> Path:
     return Path(str(data / "beyond_runs.pt"))
 
 
+@functools.cache
+def _shipped_runs(path: Path, version: tuple) -> dict:
+    """The runs in the file `path` at `version` (its size and time of
+    change): read once, not once per run asked for."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def shipped_run(name: str, made_with: dict) -> dict | None:
     """The shipped run `name` if it was made with the settings `made_with`,
-    else None."""
+    else None (its weights are shared: copy them in, do not change them)."""
     path = shipped_runs_path()
     if not path.exists():
         return None
-    run = torch.load(path, map_location="cpu", weights_only=True).get(name)
+    stat = path.stat()
+    runs = _shipped_runs(path, (stat.st_size, stat.st_mtime_ns))
+    run = runs.get(name)
     return run if run is not None and run["made_with"] == made_with else None
 
 
@@ -121,6 +132,27 @@ def training_settings(config: TrainConfig) -> dict:
     fields = dataclasses.asdict(config)
     del fields["device"]
     return fields
+
+
+class EncodedOnce(TranslationTask):
+    """A task that encodes each split once: a Run encodes its task's
+    training split anew, and this section makes several Runs of one task.
+    examples() gives a list of its own each time."""
+
+    def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
+        encoded = self.__dict__.setdefault("_encoded", {})
+        if split not in encoded:
+            encoded[split] = super().examples(split)
+        return list(encoded[split])
+
+
+@functools.cache
+def task_encoded_once(name: str, n_train: int, seed: int):
+    """make_task's task, as EncodedOnce if it is a toy task."""
+    task = make_task(name, n_train=n_train, seed=seed)
+    if type(task) is not TranslationTask:  # the corpus: its own encoding
+        return task
+    return EncodedOnce(task.name, task.vocab, task.splits)
 
 
 def fit_or_load(
@@ -136,7 +168,9 @@ def fit_or_load(
         return train_or_load(
             config, retrain=retrain, progress=progress, device=config.device
         )
-    run = Run(config)
+    run = Run(
+        config, task_encoded_once(config.task, config.n_train, config.seed)
+    )
     if shipped is not None:
         run.model.load_state_dict(shipped["weights"])  # float16 -> float32
         run.step = config.updates
@@ -230,4 +264,4 @@ def reversal_or_load(
     if shipped["weights"] is not None:
         model = small_model(norm_first, n_layers=4, seed=seed)
         model.load_state_dict(shipped["weights"])  # float16 -> float32
-    return model, shipped["losses"]
+    return model, list(shipped["losses"])  # a copy: the file is read once

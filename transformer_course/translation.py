@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['BLEU_ZH', 'CHRF', 'LOOP', 'GETTEXT_MODEL', 'KEEP_TAGS', 'NO_REPEAT_NGRAM', 'char_ngrams', 'Retrieval',
-           'placeholder_accuracy', 'loops', 'scores', 'paired_difference', 'Tokens', 'CorpusTask', 'gettext_task',
-           'save_translation_model', 'load_translation_model', 'ban_repeated_ngrams', 'ban_wrong_tags',
+           'placeholder_accuracy', 'loops', 'prepared_metrics', 'scores', 'paired_difference', 'Tokens', 'CorpusTask',
+           'gettext_task', 'save_translation_model', 'load_translation_model', 'ban_repeated_ngrams', 'ban_wrong_tags',
            'greedy_translate', 'translate']
 
 # %% ../book/07_1_real_messages.ipynb #corpus-18
@@ -156,6 +156,29 @@ def loops(source: str, output: str) -> bool:
     return bool(LOOP.search(output)) and not LOOP.search(source)
 
 
+def _text(texts) -> list[str]:
+    """The texts without their placeholders (spaces squeezed)."""
+    return [" ".join(PLACEHOLDER.sub(" ", t).split()) for t in texts]
+
+
+_PREPARED = {}  # the last references scored -> their three metrics
+
+
+def prepared_metrics(references) -> tuple:
+    """BLEU, chrF and chrF of the text, BLEU_ZH's and CHRF's settings with
+    `references` prepared once (sacreBLEU caches their n-grams): what
+    scores() uses, for one test set scores many systems."""
+    key = tuple(references)
+    if key not in _PREPARED:
+        _PREPARED.clear()
+        _PREPARED[key] = (
+            sacrebleu.BLEU(tokenize="zh", references=[list(key)]),
+            sacrebleu.CHRF(references=[list(key)]),
+            sacrebleu.CHRF(references=[_text(key)]),
+        )
+    return _PREPARED[key]
+
+
 def scores(sources, hypotheses, references) -> dict:
     """BLEU, chrF, chrF of the text between placeholders (what a copied
     placeholder cannot earn), placeholder accuracy and the share of outputs
@@ -165,16 +188,13 @@ def scores(sources, hypotheses, references) -> dict:
             f"{len(sources)} sources, {len(hypotheses)} "
             f"hypotheses, {len(references)} references"
         )
-
-    def text(texts):
-        return [" ".join(PLACEHOLDER.sub(" ", t).split()) for t in texts]
-
+    bleu, chrf, chrf_text = prepared_metrics(references)
     looping = sum(map(loops, sources, hypotheses))
     return {
-        "BLEU": BLEU_ZH.corpus_score(hypotheses, [references]).score,
-        "chrF": CHRF.corpus_score(hypotheses, [references]).score,
-        "chrF of the text": CHRF.corpus_score(
-            text(hypotheses), [text(references)]
+        "BLEU": bleu.corpus_score(hypotheses, None).score,
+        "chrF": chrf.corpus_score(hypotheses, None).score,
+        "chrF of the text": chrf_text.corpus_score(
+            _text(hypotheses), None
         ).score,
         "placeholders": placeholder_accuracy(sources, hypotheses),
         "loops": 100 * looping / len(sources),
