@@ -38,8 +38,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from results_files import kernels_of, write_results
-from torch.profiler import ProfilerActivity, profile
+from results_files import kernels_of, profiler, write_results
 
 B, H, D_K = 8, 8, 64
 SHAPES = {"decode step": (1, 2048), "prefill": (512, 512)}  # (T_q, T_k)
@@ -78,11 +77,9 @@ def profiled(method, q, k, v, mask):
     """(kernel names, bytes copied, bytes kept) of one call, by PyTorch's
     profiler: the CPU's bytes, or the GPU's when the inputs are there."""
     on_gpu = q.device.type == "cuda"
-    activities = [ProfilerActivity.CPU]
-    activities += [ProfilerActivity.CUDA] if on_gpu else []
-    with profile(activities=activities, profile_memory=True) as p:
+    with profiler(q.device.type, profile_memory=True) as p:
         out = call(method, q, k, v, mask)
-    events = p.events()
+    events = p.function_events
 
     def memory(event):
         return event.device_memory_usage if on_gpu else event.cpu_memory_usage

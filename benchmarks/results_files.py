@@ -79,6 +79,23 @@ def write_results(directory: Path, stem: str, script: str, fields, table):
     return path
 
 
+def profiler(device: str, profile_memory: bool = False):
+    """PyTorch's profiler of the CPU's operators and, on a GPU, its kernels:
+    torch.autograd.profiler.profile, made with the arguments that
+    torch.profiler.profile gives it (that wrapper hands on its events). Not
+    the wrapper: it asks hasattr(torch, "_inductor"), which imports
+    torch._inductor and torch._dynamo (about 2 s of CPU) to read a setting of
+    compiled code."""
+    from torch.autograd.profiler import profile
+
+    return profile(
+        use_cpu=True,
+        use_device="cuda" if device == "cuda" else None,
+        profile_memory=profile_memory,
+        use_kineto=True,  # as torch.profiler.profile passes it
+    )
+
+
 def kernels_of(run, device: str, top: int = 8) -> dict:
     """What one call of run() ran, by PyTorch's profiler: the
     scaled-dot-product-attention operators that PyTorch dispatched to (their
@@ -86,19 +103,15 @@ def kernels_of(run, device: str, top: int = 8) -> dict:
     `top` kernels by GPU time, each with its calls and microseconds, and the
     names of the attention kernels among all it ran."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as trace:
+    with profiler(device) as trace:
         run()
         if device == "cuda":
             torch.cuda.synchronize()
     operators = sorted(
         {
             event.name
-            for event in trace.events()
+            for event in trace.function_events
             if event.name.startswith("aten::_scaled_dot_product")
             or event.name.startswith("aten::_flash_attention")
             or event.name.startswith("aten::_efficient_attention")

@@ -57,6 +57,7 @@ def test_dry_run_writes_the_files_the_device_tool_brings_back(dry_run):
     assert len(names) <= 8  # the device tool brings back at most 8 files
     assert document["tiny"] is True
     assert ENVIRONMENT <= set(document["environment"])
+    assert document["environment"]["torch"] == torch_version()
     parts = document["parts"]
     assert list(parts) == list(gpu_run.PARTS)
     for name, record in parts.items():
@@ -66,6 +67,8 @@ def test_dry_run_writes_the_files_the_device_tool_brings_back(dry_run):
         assert record["status"] == "ok", (name, record.get("error"))
         assert ENVIRONMENT <= set(record["environment"]), name
         assert record["environment"]["device"].endswith("CPU")
+        # read from torch/version.py, without importing torch
+        assert record["environment"]["torch"] == torch_version()
         assert 0 < record["seconds"] and record["limit_s"] >= 10
     report = (out / "gpu_run.md").read_text()
     for heading in ("## Training speed", "## nbval", "## fp16"):
@@ -224,6 +227,12 @@ def test_refusals(tmp_path, monkeypatch, capsys):
         assert "finds no CUDA GPU" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="no .whl files"):
         gpu_run.install_wheels(tmp_path, tmp_path / "scratch")
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 def gpu_run_has_gpu() -> bool:

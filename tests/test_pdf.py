@@ -29,6 +29,7 @@ import pdf  # noqa: E402  (tools/pdf.py)
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 CHAPTER = "02"
+PAGES = 6  # the chapter's first pages: the ones printed and read
 TITLES = {"en": "Positional encoding", "zh": "位置编码"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -70,32 +71,37 @@ def browser(no_chinese_fonts):
         not_ready(f"cannot print a PDF here: {error}")
 
 
-def text_and_fonts(path, pages: int = 6) -> tuple[str, set[str]]:
-    """The text of a PDF's first `pages` pages (pypdf reads about two pages a
-    second of the chapter's) and the names of the fonts they embed."""
+def text_and_fonts(path) -> tuple[str, set[str]]:
+    """The text of a PDF (pypdf reads about two pages a second of the
+    chapter's) and the names of the fonts it embeds."""
     from pypdf import PdfReader
 
     reader = PdfReader(path)
     fonts = set()
-    for page in reader.pages[:pages]:
+    for page in reader.pages:
         for font in page.get("/Resources", {}).get("/Font", {}).values():
             name = font.get_object().get("/BaseFont")  # Type 3 fonts: none
             if name:
                 fonts.add(str(name).split("+")[-1])
-    text = "\n".join(page.extract_text() for page in reader.pages[:pages])
+    text = "\n".join(page.extract_text() for page in reader.pages)
     return text, fonts
 
 
 @pytest.fixture(scope="module")
 def built(browser, tmp_path_factory) -> dict:
-    """Chapter 2 of each edition as a PDF: {"en": path, "zh": path}."""
+    """Chapter 2 of each edition as a PDF, its first PAGES pages, the ones
+    the tests read (the rest of the English chapter's 23 pages cost Chromium
+    about a second more): {"en": path, "zh": path}."""
+    from pypdf import PdfReader
+
     out = tmp_path_factory.mktemp("pdf")
-    return {
-        name: pdf.make_pdf(
-            pdf.EDITIONS[name], out / f"{name}.pdf", browser, [CHAPTER]
-        )
-        for name in ("en", "zh")
-    }
+    built = {}
+    for name in ("en", "zh"):
+        path = out / f"{name}.pdf"
+        pdf.make_pdf(pdf.EDITIONS[name], path, browser, [CHAPTER], f"1-{PAGES}")
+        assert len(PdfReader(path).pages) == PAGES, name
+        built[name] = path
+    return built
 
 
 def test_the_english_pdf_holds_the_chapter(built):

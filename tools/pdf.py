@@ -240,8 +240,9 @@ def chromium(env: dict | None = None):
             browser.close()
 
 
-def print_pdf(page: Path, pdf: Path, browser) -> None:
-    """Print the HTML page to pdf in browser (see chromium())."""
+def print_pdf(page: Path, pdf: Path, browser, pages: str = "") -> None:
+    """Print the HTML page to pdf in browser (see chromium()); pages: only
+    these (Chromium's page ranges, "1-6"; "": all)."""
     pdf.parent.mkdir(parents=True, exist_ok=True)
     tab = browser.new_page()
     try:
@@ -260,19 +261,24 @@ def print_pdf(page: Path, pdf: Path, browser) -> None:
             display_header_footer=True,
             header_template="<span></span>",
             footer_template=FOOTER,
+            page_ranges=pages,
         )
     finally:
         tab.close()
 
 
 def make_pdf(
-    edition: Edition, pdf: Path, browser, chapters: list[str] | None = None
+    edition: Edition,
+    pdf: Path,
+    browser,
+    chapters: list[str] | None = None,
+    pages: str = "",
 ) -> Path:
-    """Build and print one edition (or some of its chapters) to pdf."""
+    """Build and print one edition (or some of its chapters; pages: only
+    those pages, see print_pdf) to pdf."""
     with tempfile.TemporaryDirectory(prefix=f"pdf-{edition.name}-") as build:
-        print_pdf(
-            build_single_page(edition, Path(build), chapters), pdf, browser
-        )
+        page = build_single_page(edition, Path(build), chapters)
+        print_pdf(page, pdf, browser, pages)
     return pdf
 
 
