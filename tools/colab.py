@@ -440,6 +440,8 @@ def code_cell(source: str) -> dict:
 # what pip downloaded, and the wheel it built from docopt's source (num2words
 # needs it). The set-up cell installs the same packages either way; only the full
 # form, whose times the chapters quote, starts with an empty cache as Colab does.
+# So a build of docopt from its source that broke (a new setuptools, say) would
+# show in the full form only, or in the fast form once this folder is emptied.
 FAST_PIP_CACHE = "pip-cache-fast-form"
 
 
