@@ -91,6 +91,7 @@ class BeyondTrainConfig(TrainConfig):
         )
 
 # %% ../book/09_2_training_and_decoding.ipynb #fit-or-load
+import copy
 import functools
 import importlib.resources
 from pathlib import Path
@@ -108,7 +109,7 @@ def shipped_runs_path() -> Path:
     return Path(str(data / "beyond_runs.pt"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def _shipped_runs(path: Path, version: tuple) -> dict:
     """The runs in the file `path` at `version` (its size and time of
     change): read once, not once per run asked for."""
@@ -117,14 +118,16 @@ def _shipped_runs(path: Path, version: tuple) -> dict:
 
 def shipped_run(name: str, made_with: dict) -> dict | None:
     """The shipped run `name` if it was made with the settings `made_with`,
-    else None (its weights are shared: copy them in, do not change them)."""
+    else None; a copy of its own (the file is read once)."""
     path = shipped_runs_path()
     if not path.exists():
         return None
     stat = path.stat()
     runs = _shipped_runs(path, (stat.st_size, stat.st_mtime_ns))
     run = runs.get(name)
-    return run if run is not None and run["made_with"] == made_with else None
+    if run is None or run["made_with"] != made_with:
+        return None
+    return copy.deepcopy(run)
 
 
 def training_settings(config: TrainConfig) -> dict:
@@ -137,13 +140,13 @@ def training_settings(config: TrainConfig) -> dict:
 class EncodedOnce(TranslationTask):
     """A task that encodes each split once: a Run encodes its task's
     training split anew, and this section makes several Runs of one task.
-    examples() gives a list of its own each time."""
+    examples() gives a copy of its own each time."""
 
     def examples(self, split: str) -> list[tuple[list[int], list[int]]]:
         encoded = self.__dict__.setdefault("_encoded", {})
         if split not in encoded:
             encoded[split] = super().examples(split)
-        return list(encoded[split])
+        return [(list(s), list(t)) for s, t in encoded[split]]
 
 
 @functools.cache
