@@ -22,6 +22,8 @@ from transformer_course.catalogs import (
     catalog_dir,
     extract_catalogs,
     fetch_catalogs,
+    is_kept,
+    kept_record,
     outside_gb2312,
     read_catalogs,
 )
@@ -368,7 +370,8 @@ def test_the_book_corpus_is_the_pinned_one_and_test_shares_nothing_with_train(
 def test_a_changed_catalog_is_an_error(tmp_path):
     folder = tmp_path / "catalogs"
     shutil.copytree(catalog_dir(), folder)
-    po = sorted((folder / "wagtail").rglob("*.po"))[0]
+    # a catalog the corpus reads (wagtail's bare zh folder stays out of it)
+    po = sorted((folder / "wagtail").rglob("zh_Hans/LC_MESSAGES/*.po"))[0]
     with po.open("a", encoding="utf-8") as file:  # one message more
         file.write('\nmsgid "A brand new message"\nmsgstr "全新的消息"\n')
     with pytest.raises(CorpusError, match="not the pinned"):
@@ -449,6 +452,31 @@ def test_fetch_catalogs_downloads_checks_and_keeps_only_the_catalogs(
     # kept: a second call downloads nothing (the index may be gone)
     fetch_catalogs(
         folder, sources=(source,), index_url="http://127.0.0.1:9/simple"
+    )
+
+
+def test_fetch_catalogs_keeps_again_a_folder_kept_by_another_rule(
+    package_index, tmp_path
+):
+    """A folder kept by an older CHINESE_FOLDER (its SOURCE.json names no
+    rule, or another) may hold files the rule no longer keeps, or lack some:
+    it is emptied and kept again, not trusted."""
+    url, digest = package_index
+    source = CatalogSource("fakepkg", "1.0", digest, "MIT")
+    stale = tmp_path / "kept" / "fakepkg"
+    (stale / "old" / "zh" / "LC_MESSAGES").mkdir(parents=True)
+    (stale / "old" / "zh" / "LC_MESSAGES" / "extra.po").write_text(PO)
+    (stale / "SOURCE.json").write_text(json.dumps(source._asdict()))
+    assert not is_kept(tmp_path / "kept", source)
+    folder = fetch_catalogs(tmp_path / "kept", sources=(source,), index_url=url)
+    kept = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.*"))
+    assert kept == [
+        "fakepkg/SOURCE.json",
+        "fakepkg/fakepkg/locale/zh_CN/LC_MESSAGES/messages.po",
+    ]
+    assert is_kept(folder, source)
+    assert json.loads((stale / "SOURCE.json").read_text()) == kept_record(
+        source
     )
 
 

