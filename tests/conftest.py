@@ -85,3 +85,47 @@ def source(cell: dict) -> str:
 @pytest.fixture(params=toc_notebooks(), ids=lambda path: path.name)
 def notebook_path(request) -> Path:
     return request.param
+
+
+# --- the order in which the workers get the modules ----------------------------
+
+
+def pytest_configure(config):
+    """Under `--dist loadscope`, xdist's own order (the scopes with the most
+    tests first) gives way to pytest_collection_modifyitems' below."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def module_costs() -> dict[str, float]:
+    """Seconds per test module, from tests/scope_costs.json (made by
+    tools/scope_costs.py from a timed run)."""
+    return json.loads((ROOT / "tests" / "scope_costs.json").read_text())
+
+
+def longest_first(nodeids: list[str], costs: dict[str, float]) -> list[str]:
+    """nodeids with their modules in the order of their cost, longest first
+    (a module costs.json lacks counts as the median of the others), each
+    module's tests together and in their order: the longest work is handed
+    out first, and what is left at the end is short."""
+    known = sorted(costs.values())
+    default = known[len(known) // 2] if known else 0.0
+    first = {}
+    for index, nodeid in enumerate(nodeids):
+        first.setdefault(nodeid.split("::", 1)[0], index)
+
+    def key(nodeid):
+        module = nodeid.split("::", 1)[0]
+        return (-costs.get(module, default), first[module])
+
+    return sorted(nodeids, key=key)  # stable: each module keeps its order
+
+
+def pytest_collection_modifyitems(config, items):
+    order = {
+        nodeid: i
+        for i, nodeid in enumerate(
+            longest_first([item.nodeid for item in items], module_costs())
+        )
+    }
+    items.sort(key=lambda item: order[item.nodeid])
