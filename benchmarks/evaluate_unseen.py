@@ -38,8 +38,7 @@ from pathlib import Path
 
 import torch
 from evaluate_gettext import CONSTRAINED, SHIPPED, decode, judge
-from results_files import provenance, write_results
-from train_gettext import commit
+from results_files import commit, provenance, write_results
 
 from transformer_course.catalogs import (
     CatalogSource,

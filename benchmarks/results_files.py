@@ -1,15 +1,17 @@
 """Writing a benchmark's results: a JSON document and a Markdown table beside it.
 
-The scripts that decode or time on this machine (beam_stopping.py,
-search_errors.py, gqa_repeat.py) all write the same pair of files, headed by
-the script, the date and the machine, so that a chapter can read the JSON and a
-reader the table.
+The scripts that decode, time or train seeds on this machine (beam_stopping.py,
+search_errors.py, gqa_repeat.py, first_loop_seeds.py...) all write the same pair
+of files, headed by the script, the date, the commit and the machine, so that a
+chapter can read the JSON and a reader the table. (Results written before the
+commit was recorded lack it until their script runs again.)
 """
 
 import datetime
 import json
 import platform
 import re
+import subprocess
 from pathlib import Path
 
 import torch
@@ -34,6 +36,22 @@ def processor() -> tuple[str, list[str]]:
     )
     flags = fields.get("flags", "").split()
     return model, sorted(f for f in flags if f.startswith(("avx512", "amx")))
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def commit() -> str:
+    """The repository's HEAD, marked -dirty when files differ from it: the
+    code a result was made with."""
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+
+    head = git("rev-parse", "HEAD") or "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--", ".") else "")
 
 
 def provenance(command: str, commit: str, threads: int) -> dict:
@@ -61,11 +79,12 @@ def machine() -> str:
 
 
 def write_results(directory: Path, stem: str, script: str, fields, table):
-    """directory/stem.json (script, date, machine, then fields) and
+    """directory/stem.json (script, date, commit, machine, then fields) and
     directory/stem.md (a heading and the table's lines); the JSON's path."""
     document = {
         "script": script,
         "date": datetime.date.today().isoformat(),
+        "commit": commit(),
         "machine": machine(),
         **fields,
     }

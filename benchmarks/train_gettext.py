@@ -23,12 +23,12 @@ import argparse
 import dataclasses
 import datetime
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
+from results_files import commit
 
 from transformer_course.catalogs import CATALOG_SOURCES
 from transformer_course.trained_models import TASK_CONFIGS
@@ -36,18 +36,6 @@ from transformer_course.training import Run, fit, resume
 from transformer_course.translation import save_translation_model
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def commit() -> str:
-    """The repository's HEAD, marked -dirty when files differ from it."""
-
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-
-    head = git("rev-parse", "HEAD") or "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--", ".") else "")
 
 
 def average_weights(paths) -> dict:

@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 import torch
-from results_files import provenance
-from train_gettext import commit
+from results_files import commit, provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "transformer_course" / "data"

@@ -4,9 +4,11 @@ runs, and the reader and the table printer of chapter 7."""
 
 import json
 import statistics
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_benchmark
 
 from transformer_course.seed_results import read_seeds, seed_table
 
@@ -103,3 +105,19 @@ def test_read_seeds_falls_back_to_the_working_folder_s_clone(
     assert read_seeds("x") is None  # from the clone's root: not found
     monkeypatch.chdir(tmp_path / "book")
     assert read_seeds("x") == document
+
+
+def test_a_benchmark_result_records_the_commit_it_was_made_at(tmp_path):
+    """write_results heads every result with the script, the date, the commit
+    (marked -dirty when the checkout differs from it) and the machine."""
+    results_files = load_benchmark("results_files")
+    path = results_files.write_results(
+        tmp_path, "demo", "benchmarks/demo.py", {"value": 1}, ["| a |"]
+    )
+    document = json.loads(path.read_text())
+    assert list(document) == ["script", "date", "commit", "machine", "value"]
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    assert len(head) == 40
+    assert document["commit"] in (head, f"{head}-dirty")
