@@ -162,6 +162,7 @@ def main(argv=None) -> None:
     if args.limit is not None and args.limit < 1:
         parser.error("--limit takes a positive number of messages")
     torch.set_num_threads(args.threads)
+    made_at = commit()  # before the run, which may outlast a commit
     sources = unseen_sources()
     fetch_catalogs(args.catalogs, sources=sources)  # cached once fetched
     splits = gettext_corpus()
@@ -184,7 +185,7 @@ def main(argv=None) -> None:
             " ".join(
                 ["python", "benchmarks/evaluate_unseen.py", *sys.argv[1:]]
             ),
-            commit(),
+            made_at,
             args.threads,
         ),
         "corpus_digest": CORPUS_DIGEST,
@@ -215,6 +216,7 @@ def main(argv=None) -> None:
         "benchmarks/evaluate_unseen.py",
         document,
         table(document),
+        made_at=made_at,
     )
     print("\n".join(table(document)))
     print(f"wrote {path}")

@@ -46,9 +46,13 @@ def commit() -> str:
     code a result was made with."""
 
     def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True
+            )
+        except OSError:  # no git on this machine
+            return ""
+        return done.stdout.strip()
 
     head = git("rev-parse", "HEAD") or "unknown"
     return head + ("-dirty" if git("status", "--porcelain", "--", ".") else "")
@@ -78,13 +82,17 @@ def machine() -> str:
     )
 
 
-def write_results(directory: Path, stem: str, script: str, fields, table):
+def write_results(
+    directory: Path, stem: str, script: str, fields, table, made_at=None
+):
     """directory/stem.json (script, date, commit, machine, then fields) and
-    directory/stem.md (a heading and the table's lines); the JSON's path."""
+    directory/stem.md (a heading and the table's lines); the JSON's path.
+    made_at: the commit() the script took when it started (a long run may
+    outlast a commit); by default the commit now."""
     document = {
         "script": script,
         "date": datetime.date.today().isoformat(),
-        "commit": commit(),
+        "commit": made_at or commit(),
         "machine": machine(),
         **fields,
     }

@@ -3,6 +3,7 @@ tools/scope_costs.py)."""
 
 import importlib.util
 
+import pytest
 from conftest import ROOT, longest_first, module_costs
 
 spec = importlib.util.spec_from_file_location(
@@ -73,7 +74,13 @@ def test_every_module_the_costs_name_exists():
 
 def test_this_session_hands_out_the_modules_longest_first(request):
     """The hooks are in place: this run's own tests come longest module first,
-    and xdist's reordering (most tests first) is off."""
+    and xdist's reordering (most tests first) is off. (pytest --nf and --ff
+    reorder after the hook: then the order is theirs.)"""
+    option = request.config.option
+    if getattr(option, "newfirst", False) or getattr(
+        option, "failedfirst", False
+    ):
+        pytest.skip("--nf or --ff orders the tests after the hook")
     ids = [item.nodeid for item in request.session.items]
     assert ids == longest_first(ids, module_costs())
     assert getattr(request.config.option, "loadscopereorder", False) is False

@@ -121,3 +121,8 @@ def test_a_benchmark_result_records_the_commit_it_was_made_at(tmp_path):
     ).stdout.strip()
     assert len(head) == 40
     assert document["commit"] in (head, f"{head}-dirty")
+    # a long run passes the commit it started at
+    path = results_files.write_results(
+        tmp_path, "demo", "benchmarks/demo.py", {}, [], made_at="0123abc"
+    )
+    assert json.loads(path.read_text())["commit"] == "0123abc"

@@ -1,8 +1,8 @@
 """What each test module costs: tests/scope_costs.json, from a timed run.
 
 CI runs the tests with `-n auto --dist loadscope` (pytest-xdist): a worker takes
-a whole module, test class or notebook at a time, and takes the next one when it
-is done. By default xdist hands them out with the most tests first, but the
+a whole module, test class or notebook at a time, and the next one when it has
+nearly finished (two tests or fewer left). By default xdist hands them out with the most tests first, but the
 number of tests says little of the time: the training CLI's few tests run for
 most of a minute, the hundreds of tests of the Chinese checkers' messages for
 seconds. Handed out last, a
@@ -11,10 +11,11 @@ tests/conftest.py hands the modules out longest first instead, by the seconds
 this file records for them (a module it does not know counts as the median).
 
 Make the file again after the tests changed much, from a full run on a quiet
-machine, from the repository's root:
+machine, from the repository's root (--durations-min=0: pytest hides what took
+under 5 ms, and a module this file lacks would count as the median):
 
-    python -m pytest -n auto --dist loadscope --durations=0 -q > run.log
-    python tools/scope_costs.py run.log
+    python -m pytest -n auto --dist loadscope --durations=0 --durations-min=0 -q > /tmp/run.log
+    python tools/scope_costs.py /tmp/run.log
 """
 
 import argparse
