@@ -200,6 +200,9 @@ def test_the_shipped_runs_are_read_once_until_the_file_changes(
     monkeypatch.setattr(beyond_experiments, "shipped_runs_path", lambda: path)
     monkeypatch.setattr(torch, "load", counting_load)
     assert shipped_run("a", made_with)["losses"] == [1.0]
+    # a copy of its own: what a caller changes is not the next caller's
+    shipped_run("a", made_with)["losses"].append(9.0)
+    assert shipped_run("a", made_with)["losses"] == [1.0]
     assert shipped_run("a", {"steps": 2}) is None  # other settings
     assert shipped_run("b", made_with) is None
     assert len(reads) == 1

@@ -267,4 +267,4 @@ def reversal_or_load(
     if shipped["weights"] is not None:
         model = small_model(norm_first, n_layers=4, seed=seed)
         model.load_state_dict(shipped["weights"])  # float16 -> float32
-    return model, list(shipped["losses"])  # a copy: the file is read once
+    return model, shipped["losses"]  # shipped_run gives a copy of its own

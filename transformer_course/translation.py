@@ -8,6 +8,7 @@ __all__ = ['BLEU_ZH', 'CHRF', 'LOOP', 'GETTEXT_MODEL', 'KEEP_TAGS', 'NO_REPEAT_N
 
 # %% ../book/07_1_real_messages.ipynb #corpus-18
 import collections
+import functools
 import re
 
 import numpy as np
@@ -161,22 +162,20 @@ def _text(texts) -> list[str]:
     return [" ".join(PLACEHOLDER.sub(" ", t).split()) for t in texts]
 
 
-_PREPARED = {}  # the last references scored -> their three metrics
+@functools.lru_cache(maxsize=1)  # the last references scored
+def _prepared(references: tuple) -> tuple:
+    return (
+        sacrebleu.BLEU(tokenize="zh", references=[list(references)]),
+        sacrebleu.CHRF(references=[list(references)]),
+        sacrebleu.CHRF(references=[_text(references)]),
+    )
 
 
 def prepared_metrics(references) -> tuple:
     """BLEU, chrF and chrF of the text, BLEU_ZH's and CHRF's settings with
     `references` prepared once (sacreBLEU caches their n-grams): what
     scores() uses, for one test set scores many systems."""
-    key = tuple(references)
-    if key not in _PREPARED:
-        _PREPARED.clear()
-        _PREPARED[key] = (
-            sacrebleu.BLEU(tokenize="zh", references=[list(key)]),
-            sacrebleu.CHRF(references=[list(key)]),
-            sacrebleu.CHRF(references=[_text(key)]),
-        )
-    return _PREPARED[key]
+    return _prepared(tuple(references))
 
 
 def scores(sources, hypotheses, references) -> dict:
