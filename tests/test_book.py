@@ -130,6 +130,34 @@ def test_launch_buttons_and_repository_are_configured():
     assert CONFIG["execute"]["execute_notebooks"] == "off"
 
 
+# A section a reader finishes in one sitting (issue 41): at most this many cells,
+# and words of prose, counted as runs of Latin letters in the markdown cells,
+# outside code blocks, display math and HTML comments (numbers are not words)
+MAX_CELLS, MAX_PROSE_WORDS = 130, 6000
+PROSE_SKIPPED = re.compile(r"```.*?```|\$\$.*?\$\$|<!--.*?-->", re.S)
+WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+
+
+def prose_words(markdown: str) -> int:
+    return len(WORD.findall(PROSE_SKIPPED.sub(" ", markdown)))
+
+
+def test_prose_words_leave_out_code_math_and_numbers():
+    text = "A *short* note, 2,448 times.\n```python\nx = 1\n```\n$$a + b$$ it's"
+    assert prose_words(text) == 5  # A short note times it's
+
+
+def test_a_section_is_read_in_one_sitting(notebook_path):
+    cells = load_notebook(notebook_path)["cells"]
+    words = sum(
+        prose_words(source(c)) for c in cells if c["cell_type"] == "markdown"
+    )
+    assert len(cells) <= MAX_CELLS, f"{len(cells)} cells: split the section"
+    assert words <= MAX_PROSE_WORDS, (
+        f"{words:,} words of prose: split or tighten"
+    )
+
+
 def test_exercise_solutions_are_folded_and_checked(notebook_path):
     cells = code_cells(load_notebook(notebook_path))
     for index, cell in enumerate(cells):

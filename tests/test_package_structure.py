@@ -161,6 +161,20 @@ def test_no_library_module_is_too_long():
     assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
+MAX_FUNCTION_LINES = 60  # issue 41: the checkers too, now tables of cases
+
+
+def test_no_function_is_over_60_lines():
+    long = [
+        f"{module_name(p)}.{node.name} ({n} lines)"
+        for p in PATHS
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
 def test_the_transformer_class_is_short():
     tree = ast.parse((PACKAGE / "transformer.py").read_text())
     cls = next(
