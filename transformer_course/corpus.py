@@ -324,7 +324,8 @@ def train_tokenizer(
         show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer)
-    # added after training: they keep ids of their own past the merges
+    # added after training, as whole tokens (a tag the merges already made
+    # keeps its id: 16 tags add 12 tokens here)
     tokenizer.add_tokens(
         [tokenizers.AddedToken(t, normalized=False) for t in sorted(keep_whole)]
     )
