@@ -828,11 +828,10 @@ def colab_cost(seconds: float) -> str:
 
 
 NOTE = "**On Colab:**"
-GPU_CHAPTERS = (
-    "07_2",
-    "08_1",
-    "08_2",
-)  # the chapters (sections: 08_2_...) that train on a GPU if Colab has one
+# the chapters (sections: 08_2_...) that use a GPU if Colab has one: to train
+# their models, or to decode with the models that ship with the library
+GPU_TRAINS = ("07_2",)
+GPU_DECODES = ("08_1", "08_2")
 
 
 def colab_note(stem: str, seconds: float) -> str:
@@ -859,12 +858,20 @@ def colab_note(stem: str, seconds: float) -> str:
             f"cell's clone and install included, {measured}"
         )
     paragraphs = [text]
-    if stem.startswith(GPU_CHAPTERS):
+    untested = (
+        "The book's machines have no GPU, so that path is untested here and "
+        "its time unmeasured; the numbers it prints may differ from this "
+        "page's."
+    )
+    if stem.startswith(GPU_TRAINS):
         paragraphs.append(
             f"A GPU runtime (a T4) would train the {unit}'s models on the GPU, "
-            "in float16. The book's machines have no GPU, so that path is "
-            "untested here and its time unmeasured; the numbers it prints may "
-            "differ from this page's."
+            f"in float16. {untested}"
+        )
+    if stem.startswith(GPU_DECODES):
+        paragraphs.append(
+            f"A GPU runtime (a T4) would load the {unit}'s models, which ship "
+            f"with the library, onto the GPU and decode there. {untested}"
         )
     return "\n\n".join(textwrap.fill(p, 80) for p in paragraphs)
 
