@@ -406,6 +406,22 @@ def test_colab_note_quotes_the_simulated_run(path):
     )
 
 
+def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
+    """A section that trains says it would train on the GPU; one that loads
+    the shipped models (train_or_load) and decodes says that instead."""
+    for path in CHAPTERS:
+        code = "\n".join(
+            c.source for c in read(path).cells if c.cell_type == "code"
+        )
+        note = colab.colab_note(path.stem, 100)
+        trains = re.search(r"\bfit\(", code) is not None
+        if path.stem.startswith(colab.GPU_TRAINS):
+            assert trains and "would train" in note, path.stem
+        if path.stem.startswith(colab.GPU_DECODES):
+            assert not trains and "train_or_load(" in code, path.stem
+            assert "decode there" in note and "would train" not in note
+
+
 def test_colab_cost_wording():
     assert colab.colab_cost(20) == "less than a minute"
     assert colab.colab_cost(80) == "about 1 minute"
