@@ -859,8 +859,8 @@ def colab_note(stem: str, seconds: float) -> str:
         )
     paragraphs = [text]
     untested = (
-        "The book's machines have no GPU, so that path is untested here and "
-        "its time unmeasured; the numbers it prints may differ from this "
+        "The book's tests run without a GPU, so that path is untested here "
+        "and its time unmeasured; the numbers it prints may differ from this "
         "page's."
     )
     if stem.startswith(GPU_TRAINS):
