@@ -419,7 +419,7 @@ def sequence_log_prob(model, src, tgt) -> torch.Tensor:
     """(B, T_src) sources and (B, T) outputs laid out as the decoders' (the
     tokens after <bos>, then pad_id) -> (B,) log P(output | source): the sum
     of log P(y_t | y_<t, x) over each output's tokens, one teacher-forced
-    pass of the model (the slow way: one NoCache step per token)."""
+    pass of the model (equal to the slow way, one NoCache step per token)."""
     if not isinstance(tgt, torch.Tensor) or tgt.dim() != 2:
         shape = getattr(tgt, "shape", type(tgt).__name__)
         raise ValueError(
