@@ -1,6 +1,7 @@
 """The multi-seed results that chapters 7-9 read (benchmarks/results/seeds_*.json):
 at least five seeds each, every run's figure kept, the summary consistent with the
-runs, and the reader and the table printer of chapter 7."""
+runs, and the reader and the table printer of chapter 7; and the committed
+timings (any result file that records `repeats`): at least five repeats."""
 
 import json
 import statistics
@@ -126,3 +127,16 @@ def test_a_benchmark_result_records_the_commit_it_was_made_at(tmp_path):
         tmp_path, "demo", "benchmarks/demo.py", {}, [], made_at="0123abc"
     )
     assert json.loads(path.read_text())["commit"] == "0123abc"
+
+
+TIMED = sorted(
+    p for p in RESULTS.glob("*.json") if "repeats" in json.loads(p.read_text())
+)
+
+
+@pytest.mark.parametrize("path", TIMED, ids=lambda p: p.stem)
+def test_timings_are_medians_of_at_least_five_repeats(path):
+    """A committed benchmark that times (it records `repeats`) ran each
+    measurement at least 5 times (beam_stopping.json once had 3)."""
+    assert len(TIMED) >= 5
+    assert json.loads(path.read_text())["repeats"] >= 5, path.name
