@@ -138,6 +138,8 @@ def main(argv=None) -> None:
     parser.add_argument("--write", type=Path)
     parser.add_argument("--model", type=Path, default=SHIPPED)
     args = parser.parse_args(argv)
+    if args.repeats < 5:
+        parser.error("--repeats must be at least 5 (a median and a spread)")
     torch.set_num_threads(args.threads)
     began = time.perf_counter()
     model, tokenizer, _ = load_translation_model(args.model)

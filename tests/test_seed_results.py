@@ -134,9 +134,14 @@ TIMED = sorted(
 )
 
 
+def test_the_timed_results_are_found():
+    # the glob and the key still find the benchmarks that time
+    assert len(TIMED) >= 5, TIMED
+
+
 @pytest.mark.parametrize("path", TIMED, ids=lambda p: p.stem)
-def test_timings_are_medians_of_at_least_five_repeats(path):
-    """A committed benchmark that times (it records `repeats`) ran each
-    measurement at least 5 times (beam_stopping.json once had 3)."""
-    assert len(TIMED) >= 5
+def test_timings_ran_at_least_five_repeats(path):
+    """A committed JSON result that records `repeats` ran each measurement at
+    least 5 times (beam_stopping.json once had 3). Timings committed only as
+    Markdown (fused_attention_cuda.md, transformer_*.md) are not covered."""
     assert json.loads(path.read_text())["repeats"] >= 5, path.name

@@ -106,8 +106,11 @@ def test_pages_workflow_builds_with_the_readme_command_and_deploys_it():
     # command 1 of the README builds the same site: both books (there at
     # once, the Chinese one in the background), then publishes the Chinese
     command = next(line for line in readme.splitlines() if build in line)
-    assert "jupyter-book build zh -W -n --keep-going -q &" in command
-    assert command.endswith("&& wait $! && python tools/zh.py publish; }")
+    assert command.endswith(
+        "{ jupyter-book build zh -W -n --keep-going -q & "
+        f"{build} || {{ wait $!; false; }} && wait $! && "
+        "python tools/zh.py publish; }"
+    )
     assert [build, chinese] == [
         step.get("run")
         for step in steps(document)
