@@ -106,15 +106,24 @@ def test_resume_in_a_fresh_process_is_exact(tmp_path):
         assert torch.equal(a[name], b[name]), name
 
 
+# What PyTorch's gloo backend rarely prints when it aborts a process at exit,
+# after the training, the barrier and destroy_process_group have all finished
+# (std::terminate on a thread still joinable; seen once in a CI run, on rank 1).
+EXIT_ABORT = "terminate called without an active exception"
+
+
 def _torchrun(*args):
-    return _run(
-        "--standalone",
-        "--nproc_per_node=2",
-        "-m",
-        "transformer_course.train",
-        *args,
-        module=("-m", "torch.distributed.run"),
-    )
+    """torchrun's two processes; run once more, and only once, when one died
+    of gloo's abort at exit (EXIT_ABORT, above: the same command gives the
+    same checkpoint)."""
+    arguments = ("--standalone", "--nproc_per_node=2", "-m")
+    arguments += ("transformer_course.train", *args)
+    try:
+        return _run(*arguments, module=("-m", "torch.distributed.run"))
+    except AssertionError as error:
+        if EXIT_ABORT not in str(error):
+            raise
+        return _run(*arguments, module=("-m", "torch.distributed.run"))
 
 
 def _free_port() -> int:
@@ -123,10 +132,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _two_ranks(*args):
-    """The two processes torchrun --standalone --nproc_per_node=2 starts, with
-    the environment it gives them (rank, world size, rendezvous address), but
-    without torchrun's own process (3 s of CPU a run: it imports PyTorch)."""
+def _launch_two_ranks(command):
+    """Start the two ranks of `command`; their return codes and outputs."""
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
@@ -136,7 +143,6 @@ def _two_ranks(*args):
         "WORLD_SIZE": "2",
         "LOCAL_WORLD_SIZE": "2",
     }
-    command = [sys.executable, "-m", "transformer_course.train", *args]
     ranks = [
         subprocess.Popen(
             command,
@@ -155,7 +161,25 @@ def _two_ranks(*args):
         for rank in ranks:
             rank.kill()  # only if the other one failed or hung
             rank.wait()
-    assert all(rank.returncode == 0 for rank in ranks), "\n".join(outputs)
+    return [rank.returncode for rank in ranks], outputs
+
+
+def _two_ranks(*args):
+    """The two processes torchrun --standalone --nproc_per_node=2 starts, with
+    the environment it gives them (rank, world size, rendezvous address), but
+    without torchrun's own process (3 s of CPU a run: it imports PyTorch).
+    Run once more, and only once, when rank 0 finished and the other rank
+    died of gloo's abort at exit (EXIT_ABORT): the same command gives the
+    same checkpoint (a --resume run finds its last one and has nothing left)."""
+    command = [sys.executable, "-m", "transformer_course.train", *args]
+    codes, outputs = _launch_two_ranks(command)
+    if (
+        codes[0] == 0
+        and codes[1] != 0
+        and outputs[1].strip().endswith(EXIT_ABORT)
+    ):
+        codes, outputs = _launch_two_ranks(command)
+    assert codes == [0, 0], "\n".join(outputs)
     return outputs[0]
 
 
