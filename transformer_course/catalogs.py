@@ -173,6 +173,8 @@ def fetch_catalogs(
     return folder
 
 # %% ../book/07_1_real_messages.ipynb #corpus-04
+import collections
+
 import polib
 
 
@@ -203,7 +205,9 @@ def outside_gb2312(texts) -> float:
             return False
         return True
 
-    return sum(not in_gb2312(ch) for ch in hanzi) / len(hanzi)
+    counts = collections.Counter(hanzi)  # each character tried once
+    missing = sum(n for ch, n in counts.items() if not in_gb2312(ch))
+    return missing / len(hanzi)
 
 
 def _json_entries(package: str, chinese: Path) -> list[Entry]:

@@ -41,14 +41,19 @@ def placeholders(text: str) -> list[str]:
 
 def _around_placeholders(text: str, change) -> str:
     """change(piece) applied to the text between placeholders only."""
+    pieces = PLACEHOLDER.split(text)
+    if len(pieces) == 1:  # no placeholder (most messages): one piece
+        return change(text)
     found = placeholders(text)
-    pieces = [change(piece) for piece in PLACEHOLDER.split(text)]
+    pieces = [change(piece) for piece in pieces]
     return pieces[0] + "".join(
         p + q for p, q in zip(found, pieces[1:], strict=True)
     )
 
 
 def _strip_tags(piece: str) -> str:
+    if "<" not in piece and "&" not in piece:  # neither tag nor entity
+        return piece
     piece = TAG.sub(" ", piece)
     for entity, char in ENTITIES.items():
         piece = piece.replace(entity, char)
@@ -67,15 +72,19 @@ def strip_accelerators(source: str, target: str) -> tuple[str, str]:
     letter, even inside a word (A_bbreviation). An _ or & that starts an
     English word goes too (_File, &Open); placeholders are never touched."""
     letters = CHINESE_ACCELERATOR.findall(target)
-    target = _around_placeholders(
-        target, lambda p: CHINESE_ACCELERATOR.sub("", p)
-    )
+    if letters:  # else no piece of the target holds one either
+        target = _around_placeholders(
+            target, lambda p: CHINESE_ACCELERATOR.sub("", p)
+        )
     for letter in letters:  # the first _ or & before that letter
         marked = re.compile(f"[_&](?={re.escape(letter)})", re.IGNORECASE)
         source = _around_placeholders(
             source, functools.partial(marked.sub, "", count=1)
         )
-    source = _around_placeholders(source, lambda p: WORD_ACCELERATOR.sub("", p))
+    if "_" in source or "&" in source:
+        source = _around_placeholders(
+            source, lambda p: WORD_ACCELERATOR.sub("", p)
+        )
     return source, target
 
 # %% ../book/07_1_real_messages.ipynb #corpus-09

@@ -6,6 +6,7 @@ __all__ = ['PEOPLE', 'VERBS', 'THINGS', 'PLACES', 'TIMES', 'DIGITS', 'Pair', 'pa
            'TranslationTask']
 
 # %% ../book/07_2_the_recipe.ipynb #cell-007
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -19,6 +20,16 @@ class Pair(NamedTuple):
     alignment: tuple[tuple[int, ...], ...]
 
 
+@functools.cache  # a few dozen phrases make all 110,400 sentences
+def _parts(phrase: str, into_words: bool) -> tuple[tuple[str, ...], ...]:
+    """A phrase cut at each `|`, each part into words (English) or
+    characters (Chinese)."""
+    return tuple(
+        tuple(part.split() if into_words else part)
+        for part in phrase.split("|")
+    )
+
+
 def pair_from_pieces(pieces) -> Pair:
     """A Pair from (english_rank, english, chinese) pieces in Chinese order.
 
@@ -26,17 +37,17 @@ def pair_from_pieces(pieces) -> Pair:
     `|` cuts a phrase and its translation into aligned parts."""
     source, where = [], {}
     for rank, english, _ in sorted(pieces, key=lambda piece: piece[0]):
-        for part, words in enumerate(english.split("|")):
+        for part, words in enumerate(_parts(english, True)):
             start = len(source)
-            source += words.split()
+            source += words
             where[rank, part] = tuple(range(start, len(source)))
     target, alignment = [], []
     for rank, english, chinese in pieces:
-        parts = chinese.split("|")
-        if len(parts) != len(english.split("|")):
+        parts = _parts(chinese, False)
+        if len(parts) != len(_parts(english, True)):
             raise ValueError(f"{english!r} and {chinese!r} differ in parts")
         for part, characters in enumerate(parts):
-            target += list(characters)
+            target += characters
             alignment += [where[rank, part]] * len(characters)
     return Pair(tuple(source), tuple(target), tuple(alignment))
 
@@ -109,9 +120,6 @@ TIMES = {
 }
 
 # %% ../book/07_2_the_recipe.ipynb #cell-012
-import functools
-
-
 def _sentence(subject, verb, obj, tense, negative, time, place) -> Pair:
     """One sentence of the grammar from its choices."""
     (subject_en, _, subject_zh, takes_s), (base, s_form, past, verb_zh, _) = (
