@@ -305,6 +305,17 @@ def looks_at_later_outputs(fn, length=6, width=4):
     return False
 
 
+def zeros_probe(fn, length=6, width=4):
+    """Changes each position in turn, but from an input of zeros."""
+    x = np.zeros((length, width))
+    for position in range(1, length):
+        changed = x.copy()
+        changed[position] += 1.0
+        if not np.allclose(fn(changed)[:position], fn(x)[:position]):
+            return True
+    return False
+
+
 def coarse_tolerance(fn, length=6, width=4):
     x = np.random.default_rng(0).normal(size=(length, width))
     for position in range(1, length):
@@ -322,6 +333,7 @@ def coarse_tolerance(fn, length=6, width=4):
         (includes_own_position, "outputs *before*"),
         (looks_at_later_outputs, None),
         (coarse_tolerance, "small leak"),
+        (zeros_probe, "not zeros"),
         (lambda fn: True, "is causal"),
         (lambda fn: False, "leaks the future"),
         (lambda fn: 1, "True or False"),
@@ -332,6 +344,7 @@ def coarse_tolerance(fn, length=6, width=4):
         "own-position",
         "later-outputs",
         "coarse",
+        "zeros",
         "always-true",
         "always-false",
         "int",

@@ -317,6 +317,7 @@ class _Sequence:
     function: Callable[[np.ndarray], np.ndarray]
     description: str
     leaks: bool
+    missed_hint: str | None = None  # for a detector that misses this leak
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.function(np.asarray(x, dtype=float))
@@ -338,6 +339,13 @@ def _look_ahead_at_2(x: np.ndarray) -> np.ndarray:
     out = x.copy()
     if len(x) > 2:
         out[1] = out[1] + 0.5 * x[2]  # position 1 reads position 2
+    return out
+
+
+def _product_leak(x: np.ndarray) -> np.ndarray:
+    out = x.copy()
+    if len(x) > 1:
+        out[0] = x[0] * x[1]  # position 0 reads position 1, as a product
     return out
 
 
@@ -379,6 +387,13 @@ def _sequences() -> list[_Sequence]:
             True,
         ),
         _Sequence(
+            _product_leak,
+            "out = x, except out[0] = x[0] * x[1]",
+            True,
+            "probe with random inputs, not zeros: x[0] * x[1] stays 0 "
+            "whatever x[1] becomes while x[0] is 0.",
+        ),
+        _Sequence(
             lambda x: np.vstack([x[:1], np.diff(x, axis=0)]),
             "difference with the previous position",
             False,
@@ -395,7 +410,7 @@ def _judge_leaks(name, shown, got, leaks, sequence) -> None:
     if bool(got) == leaks:
         return
     if leaks:
-        hint = (
+        hint = sequence.missed_hint or (
             "change each position s in turn (not only the last one) and "
             "compare the outputs before s; a change by 1.0 and np.allclose "
             "with its default tolerance will see even a small leak."
