@@ -1,4 +1,4 @@
-"""The multi-seed results that chapters 7-9 read (benchmarks/results/seeds_*.json):
+"""The multi-seed results that chapters 5 and 7-9 read (benchmarks/results/seeds_*.json):
 at least five seeds each, every run's figure kept, the summary consistent with the
 runs, and the reader and the table printer of chapter 7; and the committed
 timings (any result file that records `repeats`): at least five repeats."""
@@ -44,6 +44,7 @@ def test_results_keep_every_seed_and_a_consistent_summary(path):
     assert document["script"] in {
         "benchmarks/training_seeds.py",
         "benchmarks/first_loop_seeds.py",  # section 7.1's loop, not a Run
+        "benchmarks/reverser_seeds.py",  # chapter 5's model, not a Run
     }
     assert document["metrics"]
     for name, metric in document["metrics"].items():
@@ -51,6 +52,14 @@ def test_results_keep_every_seed_and_a_consistent_summary(path):
         assert len(runs) == len(seeds), name
         assert metric["min"] == min(runs) and metric["max"] == max(runs), name
         assert metric["mean"] == pytest.approx(statistics.fmean(runs)), name
+
+
+def test_chapter_5_reads_the_reversal_seeds_it_quotes():
+    # chapter 5 comes before seed_results (chapter 7): it reads the file itself
+    document = json.loads((RESULTS / "seeds_reverser.json").read_text())
+    assert document["seeds"] == [0, 1, 2, 3, 4]
+    chapter = (ROOT / "book" / "05_multi_head_attention.ipynb").read_text()
+    assert "seeds_reverser.json" in chapter
 
 
 def test_read_seeds_and_seed_table(tmp_path):
