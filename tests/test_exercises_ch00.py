@@ -90,12 +90,14 @@ def _in_place(m):
         (lambda m: None, "forget `return`"),
         (_in_place, "changed its input in place"),
         (lambda m: (row / row.sum() for row in m), "returned a generator"),
+        (lambda m: m / np.abs(m).sum(axis=1, keepdims=True), None),
     ],
     ids=[
         "divide-by-max",
         "no-return",
         "in-place",
         "generator",
+        "abs-sum",
     ],
 )
 def test_row_normalise_rejects_known_mistakes(wrong_answer, hint):
@@ -119,16 +121,23 @@ def _shifts_in_place(x):
     return x[:, 0] * 0 + np.log(np.exp(x).sum(axis=1))
 
 
+def _squeezed(x):
+    top = x.max(axis=1, keepdims=True)
+    return (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True))).squeeze()
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize(
     ("wrong_answer", "hint"),
     [
         (_shifts_in_place, "changed its input in place"),
         (lambda x: x.max(axis=1), None),  # the max alone, a rough value
+        (_squeezed, None),  # shape () for a single row
     ],
     ids=[
         "in-place",
         "max-only",
+        "squeeze",
     ],
 )
 def test_logsumexp_rejects_known_mistakes(wrong_answer, hint):

@@ -38,6 +38,8 @@ ROW_NORMALISE = Exercise(
     cases=[
         (np.array([[1.0, 3.0, 0.0], [2.0, 2.0, 4.0], [0.0, 1.0, 9.0]]),),
         (np.array([[1.0, 1.0, 2.0, 4.0], [5.0, 0.0, 3.0, 2.0]]),),
+        # a negative entry: its own sum, not the sum of absolute values
+        (np.array([[2.0, -1.0, 3.0], [-1.0, 4.0, 1.0]]),),
     ],
     reference=lambda matrix: matrix / matrix.sum(axis=1, keepdims=True),
     mistakes=[
@@ -84,6 +86,7 @@ LOGSUMEXP = Exercise(
         (np.array([[1000.0, 1000.0, 999.0], [2.0, 1.0, 0.5], [-5, 0, 1.0]]),),
         (np.array([[1.0, 2.0, 0.0, 3.0], [-800.0, -801.0, -800.0, -802.0]]),),
         (np.array([[-1500.0, 0.0], [3.0, 4.0]]),),
+        (np.array([[0.5, -1.0, 2.0]]),),  # one row: still shape (1,)
     ],
     reference=_logsumexp,
     quiet=True,
