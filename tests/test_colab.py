@@ -424,9 +424,15 @@ def calls_fit(code_cells) -> bool:
 
 def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
     """A section that trains says it would train on the GPU; one that loads
-    the shipped models (train_or_load) and decodes says that instead."""
+    the shipped models (train_or_load) and decodes says that instead; one
+    that loads them and retrains them with RETRAIN = True says both."""
     stems = [path.stem for path in CHAPTERS]
-    for prefix in (*colab.GPU_TRAINS, *colab.GPU_DECODES):
+    prefixes = (
+        *colab.GPU_TRAINS,
+        *colab.GPU_DECODES,
+        *colab.GPU_LOADS_OR_RETRAINS,
+    )
+    for prefix in prefixes:
         assert any(stem.startswith(prefix) for stem in stems), prefix
     for path in CHAPTERS:
         cells = [c.source for c in read(path).cells if c.cell_type == "code"]
@@ -437,6 +443,10 @@ def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
             assert not calls_fit(cells), path.stem
             assert any("train_or_load(" in source for source in cells)
             assert "decode there" in note and "would train" not in note
+        if path.stem.startswith(colab.GPU_LOADS_OR_RETRAINS):
+            assert any("train_or_load(" in source for source in cells)
+            assert any("RETRAIN = False" in source for source in cells)
+            assert "evaluate them there" in note and "RETRAIN = True" in note
 
 
 def test_colab_cost_wording():

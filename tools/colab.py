@@ -832,6 +832,8 @@ NOTE = "**On Colab:**"
 # their models, or to decode with the models that ship with the library
 GPU_TRAINS = ("07_2",)
 GPU_DECODES = ("08_1", "08_2")
+# sections that load the shipped models and, with RETRAIN = True, train them
+GPU_LOADS_OR_RETRAINS = ("07_3",)
 
 
 def colab_note(stem: str, seconds: float) -> str:
@@ -872,6 +874,12 @@ def colab_note(stem: str, seconds: float) -> str:
         paragraphs.append(
             f"A GPU runtime (a T4) would load the {unit}'s models, which ship "
             f"with the library, onto the GPU and decode there. {untested}"
+        )
+    if stem.startswith(GPU_LOADS_OR_RETRAINS):
+        paragraphs.append(
+            f"A GPU runtime (a T4) would load the {unit}'s models, which ship "
+            "with the library, onto the GPU and evaluate them there; with "
+            f"`RETRAIN = True` it would train them there, in float16. {untested}"
         )
     return "\n\n".join(textwrap.fill(p, 80) for p in paragraphs)
 
