@@ -12,6 +12,7 @@ distributed ones) are processes of their own."""
 import contextlib
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import torch
 # pairs of the numbers task cost half as much as the grammar task, which
 # makes all of its 110,400 sentences whatever n_train is (0.96 s of CPU
 # here against 1.9 s, most of it drawing the 1,000 held-out numbers from
-# 17,000 to 17,999). 9 of this module's processes make a task.
+# 17,000 to 17,999). 7 of this module's processes make a task.
 SMALL = [
     "--task", "numbers", "--n-train", "400", "--d-model", "32", "--n-heads", "2", "--d-ff", "64",
     "--max-tokens", "300", "--warmup", "4", "--eval-every", "3", "--threads", "1",
@@ -187,11 +188,11 @@ def _two_ranks(*args):
     not torch.distributed.is_available(), reason="no torch.distributed"
 )
 class TestTwoProcesses:
-    """Two processes: the module's longest tests (4 runs of two processes),
+    """Two processes: the module's longest tests (3 runs of two processes),
     a class of their own so that pytest -n 2 --dist loadscope can run them
     beside the one-process tests, on the other worker. The first runs
     torchrun itself; the second starts the two processes as torchrun does
-    (_two_ranks), three times."""
+    (_two_ranks), twice."""
 
     def test_two_processes_equal_one_with_the_same_global_batch(self, tmp_path):
         """torchrun --nproc_per_node=2 (gloo) with one micro-batch per
@@ -219,17 +220,26 @@ class TestTwoProcesses:
     def test_two_processes_resume_each_with_its_own_dropout_masks(
         self, tmp_path
     ):
-        """2 processes (gloo), dropout on: 3 updates, a checkpoint, 3 more
-        in new processes, against 6 straight. Each process keeps its
+        """2 processes (gloo), dropout on: 6 updates straight, keeping the
+        checkpoint of update 3 too; from it, 3 more in new processes. Each process keeps its
         own random states through the checkpoint, so the masks of the two
         processes still differ after the resume, and the run equals the
         uninterrupted one. (Restoring the first process's states in both made
         them draw the same masks: the resumed run then differed from the
         straight one.)"""
         common = [*SMALL, "--dropout", "0.3"]
-        straight, split = tmp_path / "straight.pt", tmp_path / "split.pt"
-        _two_ranks(*common, "--updates", "6", "--checkpoint", str(straight))
-        _two_ranks(*common, "--updates", "3", "--checkpoint", str(split))
+        # one uninterrupted run keeps its checkpoints of updates 3 and 6
+        # ({step}); the resumed run starts from a copy of the first
+        _two_ranks(
+            *common,
+            "--updates",
+            "6",
+            "--checkpoint",
+            str(tmp_path / "s{step}.pt"),
+        )
+        straight, split = tmp_path / "s00006.pt", tmp_path / "split.pt"
+        shutil.copyfile(tmp_path / "s00003.pt", split)
+        assert torch.load(split, weights_only=True)["step"] == 3
         out = _two_ranks(
             *common, "--updates", "6", "--checkpoint", str(split), "--resume"
         )
@@ -243,6 +253,12 @@ class TestTwoProcesses:
         assert a.keys() == b.keys()
         for name in a:
             assert torch.equal(a[name], b[name]), name
+
+
+def test_resume_refuses_a_step_pattern(tmp_path):
+    # which of the files would it resume? the caller names one
+    with pytest.raises(SystemExit, match="own name, not {step}"):
+        _here(*SMALL, "--checkpoint", str(tmp_path / "s{step}.pt"), "--resume")
 
 
 def test_resume_refuses_another_number_of_processes(tmp_path):

@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
             default=field.default,
         )
     parser.add_argument(
-        "--checkpoint", type=Path, help="saved at every evaluation"
+        "--checkpoint",
+        type=Path,
+        help="saved at every evaluation; {step} in the name keeps each",
     )
     parser.add_argument(
         "--resume",
@@ -83,6 +85,8 @@ def main(argv=None) -> Run:
         torch.set_num_threads(args.threads)
     fields = dataclasses.fields(TrainConfig)
     config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields})
+    if args.resume and "{step}" in str(args.checkpoint):
+        raise SystemExit("--resume needs the checkpoint's own name, not {step}")
     config, distributed = _join_processes(config)
     try:
         run = Run(config)

@@ -275,7 +275,8 @@ from .batching import collate
 
 
 def fit(run: Run, updates: int, checkpoint=None, progress: bool = True) -> Run:
-    """Train `run` until run.step == updates; checkpoint at every evaluation."""
+    """Train `run` until run.step == updates; checkpoint at every evaluation
+    (to one file, or to one file per evaluation if its name holds "{step}")."""
     c, net, examples = run.config, run.net, run.examples
     net.train()
     for _ in tqdm(
@@ -354,8 +355,9 @@ def _record(run: Run, total, tokens: int, checkpoint, last: bool) -> None:
     run.history.append(record)
     if run.step % run.config.eval_every == 0 or last:
         record["validation_loss"] = validation_loss(run)
-        if checkpoint is not None:
-            save_run(run, checkpoint)  # every process: it gathers their states
+        if checkpoint is not None:  # "{step}" -> the update, as 00300
+            path = str(checkpoint).replace("{step}", f"{run.step:05d}")
+            save_run(run, path)  # every process: it gathers their states
 
 
 def exact_match(
