@@ -232,3 +232,26 @@ def test_every_checker_is_tested():
 )
 def test_checker_accepts_reference(check, reference, capsys):
     assert_accepts(check, reference, capsys)
+
+
+# wrong answers that the first cases let through (found by a learner's read)
+@pytest.mark.parametrize(
+    ("check", "wrong_answer"),
+    [
+        (
+            check_vocab_break_even,
+            lambda d, n, d_ff: round(ch06._encoder(d, n, d_ff) / d) + 1,
+        ),
+        (
+            check_teacher_forcing,
+            lambda ids, bos, eos: ([eos - 1, *ids], [*ids, eos]),
+        ),
+        (
+            check_teacher_forcing,
+            lambda ids, bos, eos: ([bos, *sorted(ids)], [*sorted(ids), eos]),
+        ),
+    ],
+    ids=["rounded", "bos-from-eos", "sorted-ids"],
+)
+def test_the_later_cases_reject_what_the_first_let_through(check, wrong_answer):
+    assert_rejected(check, wrong_answer, None)

@@ -626,3 +626,26 @@ def test_float32_and_float64_smoothing_are_both_accepted(capsys):
 )
 def test_right_answers_written_differently_are_accepted(check, answer, capsys):
     assert_accepts(check, answer, capsys)
+
+
+def _ceil_of_floats(d_model, warmup):
+    """The rising step by a float product: ceil lands one too high (8 -> 5)."""
+    return math.ceil(warmup**1.5 * warmup**-0.5 / 2), 4 * warmup
+
+
+def _search_below_the_peak(d_model, warmup):
+    """The rising step searched in range(1, warmup): empty at warm-up 1."""
+    peak = noam_lr(warmup, d_model, warmup)
+    rising = next(
+        s for s in range(1, warmup) if noam_lr(s, d_model, warmup) >= peak / 2
+    )
+    return rising, 4 * warmup
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [_ceil_of_floats, _search_below_the_peak],
+    ids=["ceil", "range"],
+)
+def test_half_peak_steps_rejects_what_its_first_cases_let_through(wrong_answer):
+    assert_rejected(check_half_peak_steps, wrong_answer, None)

@@ -560,3 +560,36 @@ def _beam_mistake(part, mistake):
 )
 def test_every_known_beam_mistake_is_caught_with_its_hint(wrong_answer, hint):
     assert_rejected(check_beam_step, wrong_answer, hint)
+
+
+def _grams(words, n):
+    return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+
+def _total_may_go_negative(hypothesis, references, n):
+    counts = _grams(hypothesis, n)
+    matches = sum(
+        min(c, max(_grams(r, n)[g] for r in references))
+        for g, c in counts.items()
+    )
+    return matches, len(hypothesis) - n + 1
+
+
+def _matched_as_substrings(hypothesis, references, n):
+    counts = _grams(hypothesis, n)
+    matches = sum(
+        min(c, max(" ".join(r).count(" ".join(g)) for r in references))
+        for g, c in counts.items()
+    )
+    return matches, max(len(hypothesis) - n + 1, 0)
+
+
+@pytest.mark.parametrize(
+    "wrong_answer",
+    [_total_may_go_negative, _matched_as_substrings],
+    ids=["negative-total", "substrings"],
+)
+def test_clipped_matches_multi_rejects_what_its_first_cases_let_through(
+    wrong_answer,
+):
+    assert_rejected(check_clipped_matches_multi, wrong_answer, None)

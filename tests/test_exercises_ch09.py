@@ -411,3 +411,47 @@ def test_cache_of_a_known_model():
     # 80 layers, 8 key/value heads of 128, 4,096 tokens in bf16: 1.25 GiB
     assert _cache(80, 8192, 64, 8, 4096, 1, 2) == 1.25 * 2**30
     assert math.isclose(_cache(1, 64, 8, 1, 1, 1, 4), 2 * 8 * 4)
+
+
+def _cache_in_float32(
+    n_layers, d_model, n_heads, n_kv_heads, length, batch, size
+):
+    numbers = [
+        2.0,
+        n_layers,
+        batch,
+        length,
+        n_kv_heads,
+        d_model / n_heads,
+        size,
+    ]
+    return torch.tensor(numbers).prod().item()  # float32: 82,003,920
+
+
+def _rope_from_the_first_position(x, positions):
+    """Positions counted from positions[0], not as given."""
+    T, d = x.shape[-2:]
+    start = int(positions[0])
+    i = torch.arange(d // 2, dtype=torch.float64)
+    angle = torch.arange(start, start + T, dtype=torch.float64)[:, None]
+    angle = angle * 10000.0 ** (-2 * i / d)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return torch.cat(
+        [
+            x1 * angle.cos() - x2 * angle.sin(),
+            x2 * angle.cos() + x1 * angle.sin(),
+        ],
+        dim=-1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong_answer"),
+    [
+        (check_kv_cache_size, _cache_in_float32),
+        (check_rope_half, _rope_from_the_first_position),
+    ],
+    ids=["cache-float32", "rope-consecutive"],
+)
+def test_the_later_cases_reject_what_the_first_let_through(check, wrong_answer):
+    assert_rejected(check, wrong_answer, None)

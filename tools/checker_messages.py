@@ -47,6 +47,8 @@ NOT_MESSAGES = {
     "a a a b",
     "x y z",
     "a b c d",
+    "a b c",
+    "a a a",
     "the the cat",
     "cat cat the sat",
     "the cat sat on the mat",

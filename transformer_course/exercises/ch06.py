@@ -230,7 +230,8 @@ TEACHER_FORCING = Exercise(
     name="teacher_forcing",
     success="frames the sentence for teacher forcing.",
     doc="""Check `teacher_forcing(ids, bos_id, eos_id) -> (decoder_input, target)`.""",
-    cases=[([6, 7, 8], 1, 2), ([10, 11, 12, 13, 14], 3, 4)],
+    # ids unsorted, <bos> not <eos> - 1: neither order is to be assumed
+    cases=[([6, 7, 8], 1, 2), ([10, 11, 12, 13, 14], 3, 4), ([9, 5, 7], 3, 1)],
     reference=lambda ids, bos, eos: ([bos, *ids], [*ids, eos]),
     compare="equal",
     what="(decoder_input, target)",
@@ -313,7 +314,8 @@ VOCAB_BREAK_EVEN = Exercise(
     doc="""Check `vocab_break_even(d_model, n_layers, d_ff)`: the smallest
     vocabulary whose embedding has more parameters than the whole encoder.""",
     # the first case: encoder // d_model and its ceiling differ
-    cases=[(64, 3, 200), (512, 6, 2048), (1024, 6, 4096), (16, 2, 40)],
+    # (64, 1, 40): a remainder above half of d_model (rounding is not flooring)
+    cases=[(64, 3, 200), (512, 6, 2048), (1024, 6, 4096), (16, 2, 40), (64, 1, 40)],
     reference=lambda d, n, d_ff: _encoder(d, n, d_ff) // d + 1,
     compare="equal",
     mistakes=[

@@ -92,6 +92,9 @@ _CLIPPING_CASES = [
     ("a a a b", ["b a", "a a b", "c"], 1),
     ("x y z", ["p q", "y z x"], 1),
     ("a b c d", ["a b c d", "a b"], 3),
+    ("a", ["a b c"], 3),  # shorter than n: no n-gram at all, (0, 0)
+    ("a", ["cat"], 1),  # tokens, not letters: "a" is not in "cat"
+    ("a a a", ["a a a"], 2),  # overlapping bigrams: two of "a a"
 ]
 
 CLIPPED_MATCHES_MULTI = Exercise(

@@ -292,6 +292,7 @@ _CACHE_CASES = [
     (80, 8192, 64, 8, 4096, 1, 2),
     (12, 768, 12, 12, 1024, 2, 4),
     (80, 8192, 64, 8, 4096, 8, 2),  # 10 GiB, past 2**32
+    (1, 1001, 7, 7, 40961, 1, 1),  # 82,003,922: not exact in float32
 ]
 _CACHE_SHOWN = (
     "n_layers={}, d_model={}, n_heads={}, n_kv_heads={}, length={}, "
@@ -499,7 +500,20 @@ def _rope_cases():
         generator = torch.Generator().manual_seed(d)
         x = torch.randn(T, d, generator=generator, dtype=torch.float64)
         cases.append((x, torch.arange(start, start + T)))
+    # positions as given, not counted from the first (a cache's, a batch's)
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(3))
+    cases.append((x.double(), torch.tensor([3, 0, 7])))
     return cases
+
+
+def _positions_shown(positions):
+    """'positions 5 .. 7' for consecutive positions, else all of them."""
+    values = [int(p) for p in positions]
+    if values == list(range(values[0], values[0] + len(values))):
+        return label(
+            "positions {first} .. {last}", first=values[0], last=values[-1]
+        )
+    return label("positions {values}", values=values)
 
 
 _OFF_BY_ONE = (
@@ -515,11 +529,7 @@ ROPE_HALF = Exercise(
     reference=_rope_half,
     shown=lambda x, positions: [
         label("x of shape {shape}", shape=shape_of(x)),
-        label(
-            "positions {first} .. {last}",
-            first=int(positions[0]),
-            last=int(positions[-1]),
-        ),
+        _positions_shown(positions),
     ],
     in_place=_x_unchanged(
         "x[:, :d//2] = ... writes into x (and into x1, a view of it, before "
