@@ -315,7 +315,13 @@ VOCAB_BREAK_EVEN = Exercise(
     vocabulary whose embedding has more parameters than the whole encoder.""",
     # the first case: encoder // d_model and its ceiling differ
     # (64, 1, 40): a remainder above half of d_model (rounding is not flooring)
-    cases=[(64, 3, 200), (512, 6, 2048), (1024, 6, 4096), (16, 2, 40), (64, 1, 40)],
+    cases=[
+        (64, 3, 200),
+        (512, 6, 2048),
+        (1024, 6, 4096),
+        (16, 2, 40),
+        (64, 1, 40),
+    ],
     reference=lambda d, n, d_ff: _encoder(d, n, d_ff) // d + 1,
     compare="equal",
     mistakes=[
