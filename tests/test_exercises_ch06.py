@@ -234,6 +234,18 @@ def test_checker_accepts_reference(check, reference, capsys):
     assert_accepts(check, reference, capsys)
 
 
+def _pre_ln_with_pad_0(model, src):
+    """The pre-LN encoder with the padding mask built for pad id 0, whatever
+    the model's pad_id."""
+    mask = (src != 0)[:, None, :]
+    x = model.embed(src)
+    for layer in model.encoder_layers:
+        y = layer.residual1.norm(x)
+        x = x + layer.self_attn(y, y, y, mask)
+        x = x + layer.feed_forward(layer.residual2.norm(x))
+    return model.encoder_norm(x)
+
+
 # wrong answers that the first cases let through (found by a learner's read)
 @pytest.mark.parametrize(
     ("check", "wrong_answer"),
@@ -250,8 +262,9 @@ def test_checker_accepts_reference(check, reference, capsys):
             check_teacher_forcing,
             lambda ids, bos, eos: ([bos, *sorted(ids)], [*sorted(ids), eos]),
         ),
+        (check_pre_ln_encode, _pre_ln_with_pad_0),
     ],
-    ids=["rounded", "bos-from-eos", "sorted-ids"],
+    ids=["rounded", "bos-from-eos", "sorted-ids", "pad-id-0"],
 )
 def test_the_later_cases_reject_what_the_first_let_through(check, wrong_answer):
     assert_rejected(check, wrong_answer, None)

@@ -376,7 +376,7 @@ VOCAB_BREAK_EVEN = Exercise(
 check_vocab_break_even = VOCAB_BREAK_EVEN.checker()
 
 
-def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
+def _pre_ln_model(n_layers: int, d_model: int, n_heads: int, pad_id: int = 0):
     """A pre-LN model, dropout 0, random LayerNorms, whose Residual modules are
     switched to post-LN: only a computation built from the sub-modules, not
     model.encode or layer(...), is pre-LN here."""
@@ -386,7 +386,9 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
 
     torch.manual_seed(n_layers * 100 + d_model)  # the verdict restores it
     # vocab_size 11, d_ff = 2 d_model
-    config = TransformerConfig(11, d_model, n_heads, n_layers, 2 * d_model)
+    config = TransformerConfig(
+        11, d_model, n_heads, n_layers, 2 * d_model, pad_id=pad_id
+    )
     config = dataclasses.replace(config, dropout=0.0, norm_first=True)
     model = Transformer(config).eval()
     with torch.no_grad():
@@ -394,7 +396,7 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int):
             if isinstance(module, torch.nn.LayerNorm):
                 module.weight.uniform_(0.5, 2.0)
                 module.bias.uniform_(-1.0, 1.0)
-    src = torch.randint(3, 11, (3, 6))
+    src = torch.randint(max(3, pad_id + 1), 11, (3, 6))  # no real token = pad
     src[0, 4:] = src[2, 2:] = config.pad_id  # right padding
     for module in model.modules():
         if hasattr(module, "norm_first"):
@@ -428,7 +430,12 @@ PRE_LN_ENCODE = Exercise(
     name="pre_ln_encode",
     success="pre-LN sub-layers, the padding mask, one final LayerNorm.",
     doc="""Check `pre_ln_encode(model, src)`: the pre-LN encoder's memory.""",
-    cases=lambda: [_pre_ln_model(2, 8, 2), _pre_ln_model(3, 12, 3)],
+    # pad_id 3: the model's own pad id, not 0, marks the padding
+    cases=lambda: [
+        _pre_ln_model(2, 8, 2),
+        _pre_ln_model(3, 12, 3),
+        _pre_ln_model(2, 8, 2, pad_id=3),
+    ],
     reference=_encode_variant,
     shared=1,
     shown=lambda model, src: [
@@ -437,7 +444,11 @@ PRE_LN_ENCODE = Exercise(
             n_layers=model.config.n_layers,
             d_model=model.config.d_model,
         ),
-        label("src of shape {shape}, right-padded", shape=shape_of(src)),
+        label(
+            "src of shape {shape}, right-padded with pad_id {pad_id}",
+            shape=shape_of(src),
+            pad_id=model.config.pad_id,
+        ),
     ],
     in_place=("changed src in place; leave it alone.", None),
     refusals=[_TENSOR],
