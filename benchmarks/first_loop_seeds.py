@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from results_files import write_results
+from results_files import seed_summary, write_results
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_course import Transformer, TransformerConfig
@@ -62,16 +62,6 @@ def first_loop(examples, vocab_size: int, seed: int) -> list[float]:
     return losses
 
 
-def summary(values) -> dict:
-    """As benchmarks/training_seeds.py summarises a metric over the seeds."""
-    return {
-        "runs": values,
-        "mean": sum(values) / len(values),
-        "min": min(values),
-        "max": max(values),
-    }
-
-
 def main() -> None:
     torch.set_num_threads(1)
     task = gettext_task()
@@ -113,8 +103,8 @@ def main() -> None:
             "longest": LONGEST,
             "uniform_loss": uniform,
             "metrics": {
-                "first_10_loss": summary(first),
-                "last_10_loss": summary(last),
+                "first_10_loss": seed_summary(first),
+                "last_10_loss": seed_summary(last),
             },
             "every_seed_learns": all(learns),
         },

@@ -82,6 +82,17 @@ def machine() -> str:
     )
 
 
+def seed_summary(values) -> dict:
+    """A figure over the seeds, as benchmarks/training_seeds.py writes it:
+    every run's value, and their mean, min and max."""
+    return {
+        "runs": values,
+        "mean": sum(values) / len(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
 def write_results(
     directory: Path, stem: str, script: str, fields, table, made_at=None
 ):

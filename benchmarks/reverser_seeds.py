@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from results_files import write_results
+from results_files import seed_summary, write_results
 from torch import nn
 
 from transformer_course import MultiHeadAttention
@@ -85,16 +85,6 @@ def run(seed: int) -> dict:
     }
 
 
-def summary(values) -> dict:
-    """As benchmarks/training_seeds.py summarises a metric over the seeds."""
-    return {
-        "runs": values,
-        "mean": sum(values) / len(values),
-        "min": min(values),
-        "max": max(values),
-    }
-
-
 def main() -> None:
     torch.set_num_threads(1)
     runs = [run(seed) for seed in SEEDS]
@@ -104,7 +94,7 @@ def main() -> None:
             + ", ".join(f"{k} {v:.3f}" for k, v in figures.items())
         )
     names = list(runs[0])
-    metrics = {name: summary([r[name] for r in runs]) for name in names}
+    metrics = {name: seed_summary([r[name] for r in runs]) for name in names}
     table = [
         "| seed | " + " | ".join(names) + " |",
         "|---:|" + "---:|" * len(names),

@@ -266,15 +266,21 @@ def test_decoder_mask_reference_works_in_attention():
 # ---------------------------------------------------------------- exercise 4.5
 
 
-def _future_leaks(fn, length=6, width=4):
-    x = np.random.default_rng(0).normal(size=(length, width))
+def _leaks_from(fn, x):
+    """Change each position of x in turn: does an earlier output move?"""
     reference = fn(x)
-    for position in range(1, length):
+    for position in range(1, len(x)):
         changed = x.copy()
         changed[position] += 1.0
         if not np.allclose(fn(changed)[:position], reference[:position]):
             return True
     return False
+
+
+def _future_leaks(fn, length=6, width=4):
+    return _leaks_from(
+        fn, np.random.default_rng(0).normal(size=(length, width))
+    )
 
 
 def last_token_only(fn, length=6, width=4):
@@ -307,13 +313,7 @@ def looks_at_later_outputs(fn, length=6, width=4):
 
 def zeros_probe(fn, length=6, width=4):
     """Changes each position in turn, but from an input of zeros."""
-    x = np.zeros((length, width))
-    for position in range(1, length):
-        changed = x.copy()
-        changed[position] += 1.0
-        if not np.allclose(fn(changed)[:position], fn(x)[:position]):
-            return True
-    return False
+    return _leaks_from(fn, np.zeros((length, width)))
 
 
 def coarse_tolerance(fn, length=6, width=4):
@@ -399,11 +399,6 @@ def test_checker_accepts_reference_and_float32(check, reference, capsys):
 def test_future_leaks_checker_restores_a_detector_that_draws_from_np_random():
     def detector(fn, length=6, width=4):
         x = np.random.normal(size=(length, width))  # noqa: NPY002
-        for position in range(1, length):
-            changed = x.copy()
-            changed[position] += 1.0
-            if not np.allclose(fn(changed)[:position], fn(x)[:position]):
-                return True
-        return False
+        return _leaks_from(fn, x)
 
     assert_random_state_untouched(check_future_leaks, detector)
