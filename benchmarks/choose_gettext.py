@@ -26,17 +26,20 @@ BLEU, chrF, chrF of the text between placeholders, placeholders right, loops).
 
 Each choice is the candidate with the highest dev chrF (BLEU breaks a tie); the
 file records every candidate, so that chapter 7 can show what the choice rested
-on. The test split is not read.
+on, headed by the script, the date, the commit and the machine
+(results_files.py), with the same tables in Markdown beside it (.md). The test
+split is not read.
 """
 
 import argparse
 import dataclasses
-import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 from evaluate_gettext import decode
+from results_files import commit, write_results
 from train_gettext import average_weights
 
 from transformer_course.trained_models import TASK_CONFIGS
@@ -55,6 +58,56 @@ CONSTRAINTS = tuple(
 )
 
 
+def _scores(row) -> str:
+    return (
+        f"{row['BLEU']:.1f} | {row['chrF']:.1f} | {row['placeholders']:.1f} % "
+        f"| {row['loops']:.1f} %"
+    )
+
+
+def table(document) -> list[str]:
+    """The Markdown tables of what was tried on dev, the choices marked."""
+    lines = [
+        f"The dev split, {document['messages']} messages. Each choice: "
+        f"{document['rule']}; the constraints: {document['constraint_rule']}.",
+        "",
+        "| weights | beam | length penalty | BLEU | chrF | placeholders right "
+        "| loops | chosen |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in document["candidates"]:
+        lines.append(
+            f"| {row['name']} | {row['beam']} | {row['length_penalty'] or '-'}"
+            f" | {_scores(row)} | {'yes' if row == document['choice'] else ''} |"
+        )
+    lines += [
+        "",
+        "| memory from similarity | messages it answers | BLEU | chrF "
+        "| placeholders right | loops | chosen |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in document["memory_thresholds"]:
+        chosen = row["threshold"] == document["memory_threshold"]
+        lines.append(
+            f"| {row['threshold']:.2f} | {100 * row['memory_share']:.0f} % | "
+            f"{_scores(row)} | {'yes' if chosen else ''} |"
+        )
+    lines += [
+        "",
+        "| keep tags | no repeated n-gram | BLEU | chrF | placeholders right "
+        "| loops | chosen |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in document["constraints"]:
+        chosen = row == document["constraint_choice"]
+        lines.append(
+            f"| {'yes' if row['keep_tags'] else 'no'} | "
+            f"{row['no_repeat_ngram'] or '-'} | {_scores(row)} | "
+            f"{'yes' if chosen else ''} |"
+        )
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/gettext"))
@@ -67,6 +120,7 @@ def main(argv=None) -> None:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    made_at = commit()  # before the run, which may outlast a commit
     run = Run(dataclasses.replace(TASK_CONFIGS["gettext"], device="cpu"))
     model, tokenizer = run.model.eval(), run.task.tokenizer
     pairs = run.task.splits["dev"][: args.limit]
@@ -165,25 +219,30 @@ def main(argv=None) -> None:
     # a program breaks on a missing or extra placeholder: tags kept is a
     # requirement, not a trade; among those settings, the highest chrF
     constraint_choice = best([r for r in constrained if r["keep_tags"]])
-    args.out.write_text(
-        json.dumps(
-            dict(
-                split="dev",
-                messages=len(pairs),
-                rule="highest dev chrF, then BLEU",
-                constraint_rule="tags kept, then the highest dev chrF",
-                candidates=candidates,
-                choice=choice,
-                memory_thresholds=thresholds,
-                memory_threshold=memory_choice["threshold"],
-                constraints=constrained,
-                constraint_choice=constraint_choice,
-            ),
-            ensure_ascii=False,
-            indent=1,
-        )
-        + "\n"
+    document = dict(
+        command=" ".join(
+            ["python", "benchmarks/choose_gettext.py", *sys.argv[1:]]
+        ),
+        split="dev",
+        messages=len(pairs),
+        rule="highest dev chrF, then BLEU",
+        constraint_rule="tags kept, then the highest dev chrF",
+        candidates=candidates,
+        choice=choice,
+        memory_thresholds=thresholds,
+        memory_threshold=memory_choice["threshold"],
+        constraints=constrained,
+        constraint_choice=constraint_choice,
     )
+    path = write_results(
+        args.out.parent,
+        args.out.stem,
+        "benchmarks/choose_gettext.py",
+        document,
+        table(document),
+        made_at=made_at,
+    )
+    print(f"wrote {path} and its .md")
     for row in thresholds:
         print(
             f"memory at similarity >= {row['threshold']:.2f} "

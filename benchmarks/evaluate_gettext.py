@@ -3,7 +3,7 @@
     python benchmarks/evaluate_gettext.py [--split test] [--model PATH]
         [--beam B] [--length-penalty A] [--memory-threshold S] [--threads 2]
         [--keep-tags 0|1] [--no-repeat-ngram N]
-        [--sample 200] [--limit N] [--out FILE]
+        [--sample 200] [--limit N] [--out FILE.json]
 
 Decodes every message of the split (dev or test) with the model (by default the one
 that ships with the library): placeholders go in as tags and are put back. Beside
@@ -29,17 +29,21 @@ translations are kept too (chapter 7 decodes greedily and checks a few of them),
 and a seeded sample of --sample messages is decoded greedily and with beam 4
 (length penalty 0.6) for chapter 8. --out defaults to
 benchmarks/results/gettext_<split>.json (the test file also records the model
-file's sha256, which chapter 7 checks).
+file's sha256, which chapter 7 checks); like every benchmark's results, it is
+headed by the script, the date, the commit and the machine (results_files.py),
+holds the command line, and has a Markdown table of the scores beside it (.md).
 """
 
 import argparse
 import hashlib
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
 import torch
+from results_files import commit, write_results
 from torch.nn.utils.rnn import pad_sequence
 
 from transformer_course import beam_search
@@ -179,6 +183,34 @@ def judge(pairs, systems: dict, model_names) -> dict:
     return result
 
 
+def table(document) -> list[str]:
+    """The Markdown tables of every system's scores and of each model's
+    differences from the others, with their 95 % intervals."""
+    lines = [
+        "| system | BLEU | chrF | chrF of the text | placeholders right "
+        "| loops |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in document["scores"].items():
+        lines.append(
+            f"| {name} | {s['BLEU']:.1f} | {s['chrF']:.1f} | "
+            f"{s['chrF of the text']:.1f} | {s['placeholders']:.1f} % | "
+            f"{s['loops']:.1f} % |"
+        )
+    lines += [
+        "",
+        "| difference | BLEU (95 % interval) | chrF (95 % interval) |",
+        "|---|---:|---:|",
+    ]
+    for name, metrics in document["differences"].items():
+        cells = [
+            f"{x:+.1f} ({lo:+.1f} to {hi:+.1f})"
+            for x, lo, hi in metrics.values()
+        ]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("dev", "test"), default="test")
@@ -222,6 +254,7 @@ def main(argv=None) -> None:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    made_at = commit()  # before the run, which may outlast a commit
     out = (
         args.out
         or ROOT / "benchmarks" / "results" / f"gettext_{args.split}.json"
@@ -283,7 +316,9 @@ def main(argv=None) -> None:
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if args.beam > 1:
         decoding += f", length penalty {args.length_penalty}"
+    command = ["python", "benchmarks/evaluate_gettext.py", *sys.argv[1:]]
     document = {
+        "command": " ".join(command),
         "split": args.split,
         "corpus_digest": CORPUS_DIGEST,
         "model_sha256": hashlib.sha256(args.model.read_bytes()).hexdigest(),
@@ -305,15 +340,23 @@ def main(argv=None) -> None:
         "constrained": constrained,  # greedy with the constraints
         "sample": sample,  # beam 4 with length penalty 0.6
     }
-    out.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
-    for name, figures in document["scores"].items():
-        print(f"{name:<30}", {k: round(v, 1) for k, v in figures.items()})
-    for name, metrics in document["differences"].items():
-        print(
-            f"{name:<50}",
-            {m: [round(x, 1) for x in v] for m, v in metrics.items()},
-        )
-    print(f"{len(pairs)} messages ({decoding}) in {seconds:.0f} s; wrote {out}")
+    lines = [
+        f"The {args.split} split, {len(pairs)} messages; the trained model "
+        f"decoded {decoding}, in {seconds:.0f} s with {args.threads} "
+        "thread(s).",
+        "",
+        *table(document),
+    ]
+    path = write_results(
+        out.parent,
+        out.stem,
+        "benchmarks/evaluate_gettext.py",
+        document,
+        lines,
+        made_at=made_at,
+    )
+    print("\n".join(lines))
+    print(f"wrote {path} and its .md")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 from evaluate_gettext import CONSTRAINED, SHIPPED, decode, judge
+from evaluate_gettext import table as scores_table
 from results_files import commit, provenance, write_results
 
 from transformer_course.catalogs import (
@@ -116,34 +117,14 @@ def digest(english: str) -> str:
 
 
 def table(document) -> list[str]:
-    """The Markdown table of the scores and the model's differences."""
-    lines = [
+    """The Markdown tables of the scores and the model's differences."""
+    return [
         f"{document['messages']} messages of {len(document['sources'])} "
         "packages the corpus does not hold; "
         f"{document['removed']} removed as (near) copies of corpus messages.",
         "",
-        "| system | BLEU | chrF | chrF of the text | placeholders right "
-        "| loops |",
-        "|---|---:|---:|---:|---:|---:|",
+        *scores_table(document),
     ]
-    for name, s in document["scores"].items():
-        lines.append(
-            f"| {name} | {s['BLEU']:.1f} | {s['chrF']:.1f} | "
-            f"{s['chrF of the text']:.1f} | {s['placeholders']:.1f} % | "
-            f"{s['loops']:.1f} % |"
-        )
-    lines += [
-        "",
-        "| difference | BLEU (95 % interval) | chrF (95 % interval) |",
-    ]
-    lines.append("|---|---:|---:|")
-    for name, metrics in document["differences"].items():
-        cells = [
-            f"{x:+.1f} ({lo:+.1f} to {hi:+.1f})"
-            for x, lo, hi in metrics.values()
-        ]
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
-    return lines
 
 
 def main(argv=None) -> None:
