@@ -833,7 +833,7 @@ NOTE = "**On Colab:**"
 GPU_TRAINS = ("07_2",)
 GPU_DECODES = ("08_1", "08_2")
 # sections that load the shipped models and, with RETRAIN = True, train them
-GPU_LOADS_OR_RETRAINS = ("07_3",)
+GPU_LOADS_OR_RETRAINS = ("07_3", "09_2")
 
 
 def colab_note(stem: str, seconds: float) -> str:
