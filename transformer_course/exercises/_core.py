@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import os
 import random
 import sys
@@ -123,9 +122,8 @@ def describe(value, max_lines: int = 4) -> str:
             precision=4, suppress=True, threshold=64, linewidth=WIDTH
         ):
             text = np.array2string(value, separator=", ")
-        text_lines = text.splitlines()
         small = value.ndim <= 2 and value.size <= 40
-        if small and len(text_lines) <= min(max_lines, 4):
+        if small and len(text.splitlines()) <= min(max_lines, 4):
             return message("{head}:\n{values}", head=head, values=text)
         return head
     torch = sys.modules.get("torch")
@@ -152,10 +150,12 @@ def describe(value, max_lines: int = 4) -> str:
         return text
     if isinstance(value, (float, np.floating)):
         return _number(value)
-    text = repr(value)
-    if len(text) > WIDTH - 10:
-        text = text[: WIDTH - 13] + "..."
-    return text
+    return _shortened(repr(value), WIDTH - 10)
+
+
+def _shortened(text: str, width: int) -> str:
+    """`text` cut to at most `width` characters, "..." marking the cut."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _describe_inputs(inputs: Sequence, max_lines: int = 6) -> str:
@@ -270,9 +270,7 @@ def _learner_line(error: BaseException, fn: Callable) -> str | None:
         if frame.name != "<lambda>"
         else message("in your lambda")
     )
-    line = (frame.line or "").strip()
-    if len(line) > WIDTH - 20:
-        line = line[: WIDTH - 23] + "..."
+    line = _shortened((frame.line or "").strip(), WIDTH - 20)
     text = "{where}, line {n}: {line}" if line else "{where}, line {n}"
     return message(text, where=where, n=frame.lineno, line=line)
 
@@ -293,7 +291,7 @@ def _brief_input(value) -> str:
 # ---------------------------------------------------------------- calling
 
 
-def call(fn: Callable, name: str, *args, hints=(), **kwargs):
+def call(fn: Callable, name: str, *args, hints=()):
     """Call the learner's `fn`; turn its exceptions into messages about the input.
 
     The stub's NotImplementedError becomes "Not done yet" (see `verdict`);
@@ -305,18 +303,13 @@ def call(fn: Callable, name: str, *args, hints=(), **kwargs):
     learner_name = getattr(fn, "__name__", "")  # "<lambda>", none for a partial
     _learner_names[name] = learner_name if learner_name.isidentifier() else name
     try:
-        return fn(*args, **kwargs)
+        return fn(*args)
     except NotImplementedError:
         raise _NotDone(_display_name(name)) from None
     except Exception as error:  # the learner's bug, reported with its input
-        text = str(error).strip().splitlines()
-        first = text[0] if text else ""
-        if len(first) > 2 * WIDTH:
-            first = first[: 2 * WIDTH - 3] + "..."
+        lines = str(error).strip().splitlines()
+        first = _shortened(lines[0] if lines else "", 2 * WIDTH)
         shown = [_brief_input(value) for value in args]
-        shown += [
-            f"{key}={_brief_input(value)}" for key, value in kwargs.items()
-        ]
         inputs_line = (
             message("on input {inputs}", inputs=", ".join(shown))
             if shown
@@ -386,7 +379,7 @@ def expect_returned(name: str, inputs: Sequence, got) -> None:
 def _wrong_type(name: str, inputs: Sequence, got, expected) -> None:
     """Name the answers of the wrong kind: None, a generator, a tuple, text."""
     expect_returned(name, inputs, got)
-    if inspect.isgenerator(got) or isinstance(got, Iterator):
+    if isinstance(got, Iterator):  # a generator, map(), iter(...)
         problem = (
             "returned a {type}, not the values: a generator expression (x for "
             "...) or map() is evaluated lazily; build the result with a list "

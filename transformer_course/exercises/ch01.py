@@ -174,12 +174,6 @@ check_cosine_similarity = COSINE_SIMILARITY.checker()
 # ------------------------------------------------------------- neighbours
 
 
-def _ranked(scores: np.ndarray, words, word, topn, keep_self=False):
-    order = np.argsort(-scores, kind="stable")
-    ranked = [words[i] for i in order if keep_self or words[i] != word]
-    return ranked[:topn]
-
-
 def _neighbour_cases():
     """Vectors whose lengths differ a lot, so dot product and cosine disagree."""
     rng = np.random.default_rng(3)
@@ -219,7 +213,8 @@ def _as_words(name: str, shown, got):
 
 
 def _by(score: str, keep_self=False, reverse=False):
-    """The words ranked by `score` ("cosine", "dot", "distance", "-cosine")."""
+    """The `topn` words ranked by `score` ("cosine", "dot", "distance",
+    "-cosine"), the word itself left out unless `keep_self`."""
 
     def variant(vectors, words, word, topn):
         query = vectors[words.index(word)]
@@ -230,8 +225,9 @@ def _by(score: str, keep_self=False, reverse=False):
             "distance": -np.linalg.norm(vectors - query, axis=1),
         }
         scores["-cosine"] = -scores["cosine"]
-        ranked = _ranked(scores[score], words, word, topn, keep_self)
-        return ranked[::-1] if reverse else ranked
+        order = np.argsort(-scores[score], kind="stable")
+        ranked = [words[i] for i in order if keep_self or words[i] != word]
+        return ranked[:topn][::-1] if reverse else ranked[:topn]
 
     return variant
 

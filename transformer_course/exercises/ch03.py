@@ -25,9 +25,13 @@ __all__ = [
 ]
 
 
-def _softmax(x: np.ndarray, axis=-1) -> np.ndarray:
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+def _softmax(x: np.ndarray, axis=-1, shift=None) -> np.ndarray:
+    """exp(x - shift) normalised along `axis`, overflow ignored: `shift` is
+    each slice's maximum unless given (a known mistake's other shift)."""
+    shift = np.max(x, axis=axis, keepdims=True) if shift is None else shift
+    with np.errstate(all="ignore"):
+        e = np.exp(x - shift)
+        return e / e.sum(axis=axis, keepdims=True)
 
 
 def _without_keepdims(x: np.ndarray, stable: bool = True) -> np.ndarray:
@@ -43,25 +47,18 @@ KEEPDIMS_HINT = (
 )
 
 
-def _shifted_softmax(x: np.ndarray, shift) -> np.ndarray:
-    """exp(x - shift) normalised per row: a shift other than each row's max."""
-    with np.errstate(all="ignore"):
-        e = np.exp(x - shift)
-        return e / e.sum(axis=-1, keepdims=True)
-
-
 def _overflow_hint(x: np.ndarray, got) -> str:
     """The hint for an answer with inf or NaN on large inputs (one that
     `_not_finite` read as numbers)."""
     variants = [
         (
-            _shifted_softmax(x, x.max()),
+            _softmax(x, shift=x.max()),
             "you subtracted the maximum of the whole array: a row far below "
             "it underflows to 0 / 0 = NaN. Subtract each row's own maximum, "
             "x.max(axis=axis, keepdims=True).",
         ),
         (
-            _shifted_softmax(x, x.min(axis=-1, keepdims=True)),
+            _softmax(x, shift=x.min(axis=-1, keepdims=True)),
             "subtract the maximum, not the minimum: exp(x - min) overflows "
             "as soon as a row spans more than about 709.",
         ),

@@ -61,8 +61,7 @@ def _holding(x) -> object:
 
 def _split(x, h: int):
     """(B, T, d_model) -> (B, T, h, d_k): each head's d_k columns."""
-    B, T, d_model = x.shape
-    return x.view(B, T, h, d_model // h)
+    return x.view(*x.shape[:2], h, -1)
 
 
 SPLIT_HEADS = Exercise(

@@ -396,11 +396,10 @@ def _pre_ln_model(n_layers: int, d_model: int, n_heads: int, pad_id: int = 0):
             if isinstance(module, torch.nn.LayerNorm):
                 module.weight.uniform_(0.5, 2.0)
                 module.bias.uniform_(-1.0, 1.0)
+            if hasattr(module, "norm_first"):  # a Residual, made post-LN
+                module.norm_first = False
     src = torch.randint(max(3, pad_id + 1), 11, (3, 6))  # no real token = pad
     src[0, 4:] = src[2, 2:] = config.pad_id  # right padding
-    for module in model.modules():
-        if hasattr(module, "norm_first"):
-            module.norm_first = False
     return model, src
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import io
 import math
 import operator
@@ -48,15 +47,10 @@ def _noam(step: int, d_model: int, warmup: int) -> float:
 def _half_peak_steps(d_model: int, warmup: int) -> tuple[int, int]:
     """By search: the first step with lr >= peak / 2, and the first after the
     peak with lr <= peak / 2."""
-    peak = _noam(warmup, d_model, warmup)
-    rising = next(
-        s for s in range(1, warmup + 1) if _noam(s, d_model, warmup) >= peak / 2
-    )
-    falling = next(
-        s
-        for s in range(warmup, 10 * warmup)
-        if _noam(s, d_model, warmup) <= peak / 2
-    )
+    lr = functools.partial(_noam, d_model=d_model, warmup=warmup)
+    peak = lr(warmup)
+    rising = next(s for s in range(1, warmup + 1) if lr(s) >= peak / 2)
+    falling = next(s for s in range(warmup, 10 * warmup) if lr(s) <= peak / 2)
     return rising, falling
 
 
@@ -170,17 +164,14 @@ check_half_peak_steps = HALF_PEAK_STEPS.checker()
 
 def _reference_batches(lengths, max_tokens):
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches, batch, source, target = [], [], 0, 0
+    # both sides fit the budget when the longest length of either side does
+    batches, batch, longest = [], [], 0
     for i in order:
-        s, t = lengths[i]
-        if batch and (
-            (len(batch) + 1) * max(source, s) > max_tokens
-            or (len(batch) + 1) * max(target, t) > max_tokens
-        ):
+        if batch and (len(batch) + 1) * max(longest, *lengths[i]) > max_tokens:
             batches.append(batch)
-            batch, source, target = [], 0, 0
+            batch, longest = [], 0
         batch.append(i)
-        source, target = max(source, s), max(target, t)
+        longest = max(longest, *lengths[i])
     return batches + [batch]
 
 
@@ -200,7 +191,7 @@ def _padding_waste(batches, lengths) -> float:
 def _as_batches(name: str, shown, got) -> list[list[int]]:
     """The learner's batches as lists of ints, or a message saying what they are."""
     expect_returned(name, shown, got)
-    if inspect.isgenerator(got) or isinstance(got, Iterator):
+    if isinstance(got, Iterator):  # a generator, map(), iter(...)
         problem = (
             "returned a {type}, not a list of batches: a generator is lazy "
             "and can be read only once."
@@ -278,13 +269,12 @@ def _expect_every_index_once(name, shown, got, lengths) -> None:
 
 def _one_too_many(batch, lengths, max_tokens) -> bool:
     """Whether leaving one example out of `batch` brings it within budget."""
-    for left_out in batch:
-        rest = [i for i in batch if i != left_out]
-        if rest and all(
-            _padded(rest, lengths, side) <= max_tokens for side in (0, 1)
-        ):
-            return True
-    return False
+    rests = ([i for i in batch if i != left_out] for left_out in batch)
+    return any(
+        rest
+        and all(_padded(rest, lengths, side) <= max_tokens for side in (0, 1))
+        for rest in rests
+    )
 
 
 def _over_budget_hint(got, batch, lengths, max_tokens) -> str | None:

@@ -197,28 +197,23 @@ def _closest_lengths(hyp_lens, ref_lens) -> list[int]:
     return [_closest(h, rs) for h, rs in zip(hyp_lens, ref_lens, strict=True)]
 
 
-def _corpus_bp(hyp_lens, ref_lens) -> float:
-    return _bp(sum(hyp_lens), sum(_closest_lengths(hyp_lens, ref_lens)))
-
-
-def _with_r(choose: Callable) -> Callable:
-    """The corpus BP with each sentence's r from `choose(h, ref_lens)`."""
+def _with_r(choose: Callable, formula: Callable = _bp) -> Callable:
+    """The corpus BP (or `formula(c, r)`) with each sentence's r from
+    `choose(h, ref_lens)`: the right one with `_closest`."""
 
     def variant(hyp_lens, ref_lens):
         pairs = zip(hyp_lens, ref_lens, strict=True)
-        return _bp(sum(hyp_lens), sum(choose(h, rs) for h, rs in pairs))
+        return formula(sum(hyp_lens), sum(choose(h, rs) for h, rs in pairs))
 
     return variant
+
+
+_corpus_bp = _with_r(_closest)
 
 
 def _with_formula(formula: Callable) -> Callable:
     """`formula(c, r)` instead of the BP, on the corpus's c and closest r."""
-
-    def variant(hyp_lens, ref_lens):
-        r = sum(_closest_lengths(hyp_lens, ref_lens))
-        return formula(sum(hyp_lens), r)
-
-    return variant
+    return _with_r(_closest, formula)
 
 
 def _per_sentence(hyp_lens, ref_lens) -> list[float]:
@@ -510,12 +505,9 @@ def _judge_beam(name, shown, got, expected, *args) -> None:
     """The scores (close), then the parents and tokens (exact integers)."""
     import torch
 
-    def known(what, answer=None):
-        return [
-            wrong
-            for wrong in (m.on(args, answer) for m in BEAM_MISTAKES[what])
-            if wrong is not None
-        ]
+    def known(what, answer=None):  # (wrong answer, hint) where one applies
+        mistakes = BEAM_MISTAKES[what]
+        return list(filter(None, (m.on(args, answer) for m in mistakes)))
 
     scores_known = known("scores", got[0])
     scores = message("scores")

@@ -22,8 +22,10 @@ from transformer_course.exercises._core import (
     same,
     fail,
     label,
+    matching_mistake,
     message,
     shape_of,
+    to_array,
 )
 
 __all__ = [
@@ -643,14 +645,8 @@ def _judge_mask(name, shown, got, expected, n_new, length, window) -> None:
     if torch.equal(got, expected):
         return
     masks = _window_masks(n_new, length, window)
-    hint = next(
-        (
-            _WINDOW_HINTS[wrong]
-            for wrong, mask in masks.items()
-            if wrong != "right" and torch.equal(got, mask)
-        ),
-        None,
-    )
+    known = [(masks[wrong], hint) for wrong, hint in _WINDOW_HINTS.items()]
+    hint = matching_mistake(to_array(got), known, atol=0.0)
     row = next(i for i in range(n_new) if not torch.equal(got[i], expected[i]))
     problem = (
         "new token {row} (position {position}) may attend to keys {seen}; "
