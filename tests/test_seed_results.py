@@ -20,6 +20,7 @@ READ_BY_THE_CHAPTERS = {
     "tasks",
     "tasks_default",
     "tasks_amx",
+    "tasks_epyc",
     "recipe",
     "early_beam",
     "gqa",
