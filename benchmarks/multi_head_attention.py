@@ -1,30 +1,102 @@
 """Forward + backward time of causal self-attention, as ratios to the fastest peer.
 
     python benchmarks/multi_head_attention.py [--lengths 128 512 1024]
-        [--min-run-time 1] [--rounds 5] [--threads 2] [--no-explicit] [--cpu-time]
+        [--min-run-time 0.5] [--repeats 7] [--threads 1] [--cpu-time]
+        [--no-explicit] [--write benchmarks/results]
 
 Compares the book's MultiHeadAttention (is_causal=True and an explicit causal
 mask) with a module in the style of LLMs-from-scratch (one fused QKV projection,
 F.scaled_dot_product_attention(..., is_causal=True)), with nn.MultiheadAttention
 (need_weights=False, is_causal hint) and with the explicit softmax
 (return_weights=True). B=16, d_model=256, h=8. Runs on the CPU, and on the GPU
-too when PyTorch finds one. Times come from one run and are reported as ratios
-to the peer measured in the same run (these machines are noisy); a ratio below
-1 means faster than the peer. On a busy machine, --threads 1 --cpu-time
+too when PyTorch finds one.
+
+Each repeat is one round of chapter 5's benchmark_attention: every
+implementation in turn, each keeping its fastest block of calls of at least
+--min-run-time seconds, so that a slow moment of the machine hits them all. A
+repeat's times are divided by the peer's of the same repeat (these machines
+are noisy: only a ratio measured together means something); the table gives,
+per length and implementation, the median time and the median ratio over the
+--repeats repeats (at least 5), with the ratios' smallest and largest. A ratio
+below 1 means faster than the peer. On a busy machine, --threads 1 --cpu-time
 measures CPU time, which other work does not inflate.
+
+--write DIR writes DIR/multi_head_attention_<device>.json (every repeat's
+times) and the table beside it (.md), which chapter 5 reads.
 """
 
 import argparse
+import statistics
+from pathlib import Path
 
 import torch
+from results_files import processor, write_results
 
-from transformer_course.multi_head_attention import (
-    benchmark_attention,
-    format_benchmark,
-)
+from transformer_course.multi_head_attention import benchmark_attention
+
+PEER = "peer: fused QKV + is_causal"
 
 
-def main() -> None:
+def measure(device, length, args) -> dict[str, list[float]]:
+    """{implementation: seconds of one step, per repeat}."""
+    runs: dict[str, list[float]] = {}
+    for _ in range(args.repeats):
+        times = benchmark_attention(
+            length=length,
+            device=device,
+            rounds=1,
+            min_run_time=args.min_run_time,
+            explicit=not args.no_explicit,
+            cpu_time=args.cpu_time and device == "cpu",
+        )
+        for name, seconds in times.items():
+            runs.setdefault(name, []).append(seconds)
+    return runs
+
+
+def summary(runs: dict[str, list[float]]) -> list[dict]:
+    """Per implementation: the median ms, and the ratios to the peer of the
+    same repeat (median, min, max)."""
+    rows = []
+    for name, seconds in runs.items():
+        ratios = [s / p for s, p in zip(seconds, runs[PEER], strict=True)]
+        rows.append(
+            {
+                "implementation": name,
+                "ms": [s * 1e3 for s in seconds],
+                "median ms": statistics.median(seconds) * 1e3,
+                "ratio": statistics.median(ratios),
+                "ratio min": min(ratios),
+                "ratio max": max(ratios),
+            }
+        )
+    return rows
+
+
+def table(document) -> list[str]:
+    """The Markdown table of the document's lengths and implementations."""
+    lines = [
+        f"Causal self-attention, B=16, d_model=256, h=8, float32, one step = "
+        f"forward + backward, on {document['device']}, {document['clock']}; "
+        f"median of {document['repeats']} repeats, each of at least "
+        f"{document['min_run_time']} s per implementation; ratio: the median "
+        "of the ratios to the peer of the same repeat, with their range. "
+        f"The peer: {PEER}.",
+        "",
+        "| T | implementation | ms | ratio | ratio min-max |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for length, rows in document["lengths"].items():
+        for row in rows:
+            lines.append(
+                f"| {length} | {row['implementation']} | "
+                f"{row['median ms']:.1f} | {row['ratio']:.2f} | "
+                f"{row['ratio min']:.2f}-{row['ratio max']:.2f} |"
+            )
+    return lines
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--lengths", type=int, nargs="+", default=[128, 512, 1024]
@@ -32,17 +104,17 @@ def main() -> None:
     parser.add_argument(
         "--min-run-time",
         type=float,
-        default=1.0,
+        default=0.5,
         help="seconds per measurement",
     )
     parser.add_argument(
-        "--rounds",
+        "--repeats",
         type=int,
-        default=5,
-        help="alternating rounds per implementation",
+        default=7,
+        help="rounds of every implementation in turn (at least 5)",
     )
     parser.add_argument(
-        "--threads", type=int, default=2, help="CPU threads for PyTorch"
+        "--threads", type=int, default=1, help="CPU threads for PyTorch"
     )
     parser.add_argument(
         "--cpu-time",
@@ -54,31 +126,41 @@ def main() -> None:
         action="store_true",
         help="skip the explicit softmax (slow at long T)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--write", type=Path, help="folder for the results")
+    args = parser.parse_args(argv)
+    if args.repeats < 5:
+        parser.error("--repeats must be at least 5 (a median and a spread)")
     torch.set_num_threads(args.threads)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(f"torch {torch.__version__}")
     for device in devices:
-        name = (
-            torch.cuda.get_device_name()
-            if device == "cuda"
-            else f"CPU, {torch.get_num_threads()} thread(s)"
-            + (", CPU time" if args.cpu_time else ", wall time")
-        )
+        cpu = device == "cpu"
+        document = {
+            "device": (
+                f"{processor()[0]} CPU, {args.threads} thread(s)"
+                if cpu
+                else torch.cuda.get_device_name()
+            ),
+            "clock": "CPU time" if args.cpu_time and cpu else "wall time",
+            "repeats": args.repeats,
+            "min_run_time": args.min_run_time,
+            "peer": PEER,
+            "lengths": {},
+        }
         for length in args.lengths:
-            print(
-                f"\nB=16, T={length}, d_model=256, h=8, causal, "
-                f"forward + backward, float32, on {name}"
+            runs = measure(device, length, args)
+            document["lengths"][str(length)] = summary(runs)
+            print("\n".join(table(document)[-len(runs) :]), flush=True)
+        lines = table(document)
+        print("\n".join(lines))
+        if args.write:
+            path = write_results(
+                args.write,
+                f"multi_head_attention_{'cpu' if cpu else 'gpu'}",
+                "benchmarks/multi_head_attention.py",
+                document,
+                lines,
             )
-            times = benchmark_attention(
-                length=length,
-                device=device,
-                rounds=args.rounds,
-                min_run_time=args.min_run_time,
-                explicit=not args.no_explicit,
-                cpu_time=args.cpu_time and device == "cpu",
-            )
-            print(format_benchmark(times))
+            print(f"wrote {path} and its .md")
 
 
 if __name__ == "__main__":

@@ -155,3 +155,20 @@ def test_timings_ran_at_least_five_repeats(path):
     least 5 times (beam_stopping.json once had 3). Timings committed only as
     Markdown (fused_attention_cuda.md, transformer_*.md) are not covered."""
     assert json.loads(path.read_text())["repeats"] >= 5, path.name
+
+
+def test_the_attention_timings_keep_every_repeat_and_their_table():
+    """Chapter 5's CPU timings (benchmarks/multi_head_attention.py): every
+    repeat's times kept, the medians and ranges of the ratios those of the
+    times, and the Markdown table that of the JSON."""
+    script = load_benchmark("multi_head_attention")
+    path = RESULTS / "multi_head_attention_cpu.json"
+    document = json.loads(path.read_text())
+    for rows in document["lengths"].values():
+        runs = {r["implementation"]: [t / 1e3 for t in r["ms"]] for r in rows}
+        assert {len(t) for t in runs.values()} == {document["repeats"]}
+        for row, again in zip(rows, script.summary(runs), strict=True):
+            for key in ("median ms", "ratio", "ratio min", "ratio max"):
+                assert again[key] == pytest.approx(row[key]), key
+    markdown = path.with_suffix(".md").read_text()
+    assert markdown.endswith("\n".join(script.table(document)) + "\n")
