@@ -81,7 +81,7 @@ def table(document) -> list[str]:
         f"median of {document['repeats']} repeats, each of at least "
         f"{document['min_run_time']} s per implementation; ratio: the median "
         "of the ratios to the peer of the same repeat, with their range. "
-        f"The peer: {PEER}.",
+        f"The peer is the {PEER.removeprefix('peer: ')} module.",
         "",
         "| T | implementation | ms | ratio | ratio min-max |",
         "|---:|---|---:|---:|---:|",

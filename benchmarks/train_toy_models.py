@@ -15,7 +15,7 @@ and its test exact match) goes to transformer_course/data/toy_models.json, which
 tests/test_training.py checks the shipped files against.
 
 Another processor trains another model (its kernels round differently): section
-7.3's fifteen runs show how far apart. About two minutes of CPU time here.
+7.3's twenty runs show how far apart. About two minutes of CPU time here.
 """
 
 import dataclasses

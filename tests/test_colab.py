@@ -425,12 +425,14 @@ def calls_fit(code_cells) -> bool:
 def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
     """A section that trains says it would train on the GPU; one that loads
     the shipped models (train_or_load) and decodes says that instead; one
-    that loads them and retrains them with RETRAIN = True says both."""
+    that loads them and retrains them with RETRAIN = True says both, and
+    one whose small trials stay on the CPU names them."""
     stems = [path.stem for path in CHAPTERS]
     prefixes = (
         *colab.GPU_TRAINS,
         *colab.GPU_DECODES,
         *colab.GPU_LOADS_OR_RETRAINS,
+        *colab.GPU_TRANSLATORS,
     )
     for prefix in prefixes:
         assert any(stem.startswith(prefix) for stem in stems), prefix
@@ -447,6 +449,10 @@ def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
             assert any("train_or_load(" in source for source in cells)
             assert any("RETRAIN = False" in source for source in cells)
             assert "evaluate them there" in note and "RETRAIN = True" in note
+        if path.stem.startswith(colab.GPU_TRANSLATORS):
+            assert any("RETRAIN = False" in source for source in cells)
+            flat = " ".join(note.split())  # the note is wrapped at 80
+            assert "decode there" in flat and "stay on the CPU" in flat
 
 
 def test_colab_cost_wording():

@@ -833,7 +833,10 @@ NOTE = "**On Colab:**"
 GPU_TRAINS = ("07_2",)
 GPU_DECODES = ("08_1", "08_2")
 # sections that load the shipped models and, with RETRAIN = True, train them
-GPU_LOADS_OR_RETRAINS = ("07_3", "09_2")
+GPU_LOADS_OR_RETRAINS = ("07_3",)
+# sections whose translation models go to the GPU, their small trials staying
+# on the CPU
+GPU_TRANSLATORS = ("09_2",)
 
 
 def colab_note(stem: str, seconds: float) -> str:
@@ -880,6 +883,13 @@ def colab_note(stem: str, seconds: float) -> str:
             f"A GPU runtime (a T4) would load the {unit}'s models, which ship "
             "with the library, onto the GPU and evaluate them there; with "
             f"`RETRAIN = True` it would train them there, in float16. {untested}"
+        )
+    if stem.startswith(GPU_TRANSLATORS):
+        paragraphs.append(
+            f"A GPU runtime (a T4) would load the {unit}'s translation models, "
+            "which ship with the library, onto the GPU and decode there; with "
+            "`RETRAIN = True` it would train them there, in float16. The four "
+            f"runs of the LayerNorm trial stay on the CPU, in float32. {untested}"
         )
     return "\n\n".join(textwrap.fill(p, 80) for p in paragraphs)
 
