@@ -35,7 +35,10 @@ with its error, and the next one runs. In this order:
 4. fp16: the path Colab's T4 takes, `fit` with TrainConfig(precision="fp16")
    and its GradScaler, a few updates of the base model; the losses must stay
    finite.
-5. translator (only with --translator): benchmarks/train_gettext.py --device
+5. multi_head_attention: chapter 5's module against its peers on the GPU,
+   medians of 7 rounds with the range (last of the timings: it runs only if
+   the budget leaves time).
+6. translator (only with --translator): benchmarks/train_gettext.py --device
    cuda, its weights written to the results folder; --translator-args are
    passed on to it (they come last, so they win). It does not fit in the
    default budget beside the rest: run it alone (--parts translator
@@ -45,7 +48,8 @@ Results in --out (default $OUT): gpu_run.json (every part, each with the
 device, torch, CUDA, date and commit), gpu_run.md (the tables), gpu_run.log
 (every part's output) and, with --translator, gettext_zh.pt: at most the 8
 files the device tool brings back. The benchmarks' own files (kv_cache_cuda.*,
-gqa_repeat_cuda.*, fused_attention_cuda.*) travel inside gpu_run.json;
+gqa_repeat_cuda.*, fused_attention_cuda.*, multi_head_attention_cuda.*) travel
+inside gpu_run.json;
 --unpack writes them, gpu_run.json and gpu_run.md to benchmarks/results/.
 --device cpu --tiny runs every part at toy sizes, each in seconds once its
 process has imported torch (tests/test_gpu_run.py), with nbval on two probe
@@ -61,7 +65,8 @@ registry):
    commit first, so that the hash names what ran);
 3. then, here: `python benchmarks/gpu_run.py --unpack FILES_AT` (the reply's
    files_at) and commit by path benchmarks/results/gpu_run.json,
-   gpu_run.md, kv_cache_cuda.*, gqa_repeat_cuda.* and fused_attention_cuda.*;
+   gpu_run.md, kv_cache_cuda.*, gqa_repeat_cuda.*, fused_attention_cuda.* and
+   multi_head_attention_cuda.*;
    gettext_zh.pt, when trained, is for the translator's issue to judge.
 """
 
@@ -97,6 +102,7 @@ PARTS = (
     "fused_attention",
     "gqa_repeat",
     "fp16",
+    "multi_head_attention",
     "translator",
 )
 BASE = dict(d_model=512, n_heads=8, n_layers=6, d_ff=2048, dropout=0.1)
@@ -110,6 +116,7 @@ SIZES = {
             "fused_attention": 40,
             "gqa_repeat": 45,
             "fp16": 50,
+            "multi_head_attention": 45,
             "translator": 300,
         },
         "model": BASE,
@@ -128,6 +135,7 @@ SIZES = {
             "--min-time", "0.02", "--repeats", "5",
         ],
         "fused_attention": [],
+        "multi_head_attention": ["--min-run-time", "0.2", "--repeats", "7"],
         "fp16": dict(
             task="grammar", n=None, model=BASE, max_tokens=8192, warm_up=5,
             timed=20,
@@ -156,6 +164,9 @@ SIZES = {
             "--masks", "padding", "none",
         ],
         "fused_attention": ["--lengths", "16", "32", "--repeats", "5"],
+        "multi_head_attention": [
+            "--lengths", "16", "--repeats", "5", "--min-run-time", "0.01",
+        ],
         "fp16": dict(
             task="numbers",
             n=16,
@@ -633,6 +644,8 @@ def kernel_summary(name: str, document: dict) -> dict:
     if name == "kv_cache":
         ran = document["decode_step_kernels"]
         return {"decode step": ran["sdpa_backends"] + ran["attention_kernels"]}
+    if name == "multi_head_attention":
+        return {}  # times only: the module's own paths, no profiler trace
     if name == "fused_attention":
         return {
             dtype: ran["sdpa_backends"] + ran["attention_kernels"]
@@ -837,6 +850,7 @@ PART_FUNCTIONS = {
     "kv_cache": benchmark_part("kv_cache"),
     "gqa_repeat": benchmark_part("gqa_repeat"),
     "fused_attention": benchmark_part("fused_attention"),
+    "multi_head_attention": benchmark_part("multi_head_attention"),
     "fp16": fp16_part,
     "nbval": nbval_part,
     "translator": translator_part,
@@ -1090,7 +1104,12 @@ def report(document: dict) -> str:
             f"{fp16['tokens_per_second']:,} tokens/s, losses "
             f"{fp16['losses']}, scale {fp16['grad_scale']}.",
         ]
-    for name in ("kv_cache", "gqa_repeat", "fused_attention"):
+    for name in (
+        "kv_cache",
+        "gqa_repeat",
+        "fused_attention",
+        "multi_head_attention",
+    ):
         result = parts.get(name, {}).get("result")
         if result:
             for file, text in result["files"].items():

@@ -2,14 +2,15 @@
 
     python benchmarks/multi_head_attention.py [--lengths 128 512 1024]
         [--min-run-time 0.5] [--repeats 7] [--threads 1] [--cpu-time]
-        [--no-explicit] [--write benchmarks/results]
+        [--no-explicit] [--devices cpu cuda] [--write benchmarks/results]
 
 Compares the book's MultiHeadAttention (is_causal=True and an explicit causal
 mask) with a module in the style of LLMs-from-scratch (one fused QKV projection,
 F.scaled_dot_product_attention(..., is_causal=True)), with nn.MultiheadAttention
 (need_weights=False, is_causal hint) and with the explicit softmax
 (return_weights=True). B=16, d_model=256, h=8. Runs on the CPU, and on the GPU
-too when PyTorch finds one.
+too when PyTorch finds one (--devices chooses; benchmarks/gpu_run.py runs it on
+the GPU alone).
 
 Each repeat is one round of chapter 5's benchmark_attention: every
 implementation in turn, each keeping its fastest block of calls of at least
@@ -21,7 +22,7 @@ per length and implementation, the median time and the median ratio over the
 below 1 means faster than the peer. On a busy machine, --threads 1 --cpu-time
 measures CPU time, which other work does not inflate.
 
---write DIR writes DIR/multi_head_attention_<device>.json (every repeat's
+--write DIR writes DIR/multi_head_attention_<cpu|cuda>.json (every repeat's
 times) and the table beside it (.md), which chapter 5 reads.
 """
 
@@ -126,12 +127,21 @@ def main(argv=None) -> None:
         action="store_true",
         help="skip the explicit softmax (slow at long T)",
     )
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cpu", "cuda"],
+        help="default: the CPU, and the GPU when PyTorch finds one",
+    )
     parser.add_argument("--write", type=Path, help="folder for the results")
     args = parser.parse_args(argv)
     if args.repeats < 5:
         parser.error("--repeats must be at least 5 (a median and a spread)")
+    if "cuda" in (args.devices or []) and not torch.cuda.is_available():
+        parser.error("--devices cuda: PyTorch finds no CUDA GPU")
     torch.set_num_threads(args.threads)
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    found = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = args.devices or found
     for device in devices:
         cpu = device == "cpu"
         document = {
@@ -155,7 +165,7 @@ def main(argv=None) -> None:
         if args.write:
             path = write_results(
                 args.write,
-                f"multi_head_attention_{'cpu' if cpu else 'gpu'}",
+                f"multi_head_attention_{device}",
                 "benchmarks/multi_head_attention.py",
                 document,
                 lines,

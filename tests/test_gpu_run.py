@@ -153,6 +153,13 @@ def test_dry_run_benchmarks_and_fp16(dry_run):
         result = parts[name]["result"]
         assert set(result["files"]) == files
         assert result["kernels"], name  # named from a profiler trace
+    timings = parts["multi_head_attention"]["result"]["files"]
+    assert set(timings) == {
+        "multi_head_attention_cpu.json",
+        "multi_head_attention_cpu.md",
+    }
+    rows = timings["multi_head_attention_cpu.json"]["lengths"]["16"]
+    assert all(len(row["ms"]) == 5 for row in rows)  # every repeat kept
     kv = parts["kv_cache"]["result"]["files"]["kv_cache_cpu.json"]
     assert kv["decode_step_kernels"]["sdpa_operators"]
     for row in kv["per_token"]:
@@ -190,6 +197,8 @@ def test_unpack_refuses_a_dry_run_and_writes_a_gpu_run(dry_run, tmp_path):
             "gqa_repeat_cpu.md",
             "fused_attention_cpu.json",
             "fused_attention_cpu.md",
+            "multi_head_attention_cpu.json",
+            "multi_head_attention_cpu.md",
             "gpu_run.json",
             "gpu_run.md",
         ]
