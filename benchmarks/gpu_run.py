@@ -39,15 +39,19 @@ with its error, and the next one runs. In this order:
    medians of 7 rounds with the range (last of the timings: it runs only if
    the budget leaves time).
 6. translator (only with --translator): benchmarks/train_gettext.py --device
-   cuda, its weights written to the results folder; --translator-args are
-   passed on to it (they come last, so they win). It does not fit in the
-   default budget beside the rest: run it alone (--parts translator
-   --translator) or raise --budget and the call's timeout.
+   cuda, once per --translator-args (each string passed on to one run, last,
+   so that it wins: `--translator-args="--set dropout=0.4"` again and again
+   is a dev sweep), all the runs at once, each ended by --seconds before the
+   part's time is up; every run's dev-loss curve and record in gpu_run.json,
+   and the weights of the 4 of lowest dev loss in gettext_zh_N.pt (N: the
+   run's place among --translator-args). It does not fit in the default
+   budget beside the rest: run it alone (--parts translator --translator) or
+   raise --budget and the call's timeout.
 
 Results in --out (default $OUT): gpu_run.json (every part, each with the
 device, torch, CUDA, date and commit), gpu_run.md (the tables), gpu_run.log
-(every part's output) and, with --translator, gettext_zh.pt: at most the 8
-files the device tool brings back. The benchmarks' own files (kv_cache_cuda.*,
+(every part's output) and, with --translator, up to 4 gettext_zh_N.pt: at
+most the 8 files the device tool brings back. The benchmarks' own files (kv_cache_cuda.*,
 gqa_repeat_cuda.*, fused_attention_cuda.*, multi_head_attention_cuda.*) travel
 inside gpu_run.json;
 --unpack writes them, gpu_run.json and gpu_run.md to benchmarks/results/.
@@ -67,7 +71,8 @@ registry):
    files_at) and commit by path benchmarks/results/gpu_run.json,
    gpu_run.md, kv_cache_cuda.*, gqa_repeat_cuda.*, fused_attention_cuda.* and
    multi_head_attention_cuda.*;
-   gettext_zh.pt, when trained, is for the translator's issue to judge.
+   gettext_zh_N.pt, when trained, are judged on dev here
+   (benchmarks/evaluate_gettext.py --split dev --model FILE).
 """
 
 import argparse
@@ -75,7 +80,6 @@ import concurrent.futures
 import contextlib
 import copy
 import datetime
-import io
 import json
 import os
 import platform
@@ -824,25 +828,74 @@ def nbval_part(args, sizes, save) -> dict:
 # ------------------------------------------------------ part: translator
 
 
-def translator_part(args, sizes, save) -> dict:
-    import train_gettext
+TRANSLATORS_BACK = 4  # 15.4 MB each: 4 fit in what the device tool returns
+FILE_BYTES = 16 * 2**20  # the largest file the device tool brings back
+EVALUATION = re.compile(r"update (\d+): loss ([\d.]+), dev loss ([\d.na]+)")
 
-    out = Path(args.out) / "gettext_zh.pt"
-    with tempfile.TemporaryDirectory() as folder:
-        argv = [
-            "--device",
-            args.device,
-            "--out",
-            str(out),
-            "--checkpoint",
-            str(Path(folder) / "gettext.pt"),
-            *shlex.split(args.translator_args),
-        ]
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            train_gettext.main(argv)
-    print(printed.getvalue())
-    return {"arguments": argv, "printed": tail(printed.getvalue(), 4)}
+
+def train_one_translator(index, arguments, folder, args, env, limit):
+    """benchmarks/train_gettext.py in a process of its own, into folder;
+    what it printed, and its record when it finished."""
+    out = folder / f"gettext_zh_{index}.pt"
+    command = [
+        sys.executable, str(HERE / "train_gettext.py"),
+        "--device", args.device, "--runs", str(folder / f"runs_{index}"),
+        "--out", str(out), "--commit", args.commit or "unknown",
+        "--seconds", str(max(limit - 60, 10)), *shlex.split(arguments),
+    ]  # fmt: skip
+    start = time.perf_counter()
+    code, output = run_command(command, limit, env=env)
+    found = {
+        "arguments": arguments,
+        "code": code,
+        "seconds": round(time.perf_counter() - start, 1),
+        "evaluations": [
+            [int(step), float(loss), float(dev)]
+            for step, loss, dev in EVALUATION.findall(output)
+        ],
+        "printed": tail(output, 6),
+    }
+    if code == 0 and out.exists():
+        import torch
+
+        saved = torch.load(out, map_location="cpu", weights_only=True)
+        found.update(
+            record=saved["record"],
+            train_config=saved["train_config"],
+            megabytes=round(out.stat().st_size / 1e6, 1),
+        )
+    return found, out
+
+
+def translator_part(args, sizes, save) -> dict:
+    """One train_gettext.py run per --translator-args, all at once on the
+    device (a dev sweep); of the weights the device tool can bring back
+    (FILE_BYTES), the TRANSLATORS_BACK of lowest dev loss are copied to the
+    results folder; every run's curve is kept."""
+    configurations = args.translator_args or [""]
+    limit = (args.part_timeout or 300) - 15  # to copy and record
+    env = None  # this process's: the parent set PYTHONPATH
+    with tempfile.TemporaryDirectory() as scratch:
+        with concurrent.futures.ThreadPoolExecutor(len(configurations)) as pool:
+            futures = [
+                pool.submit(
+                    train_one_translator, i, a, Path(scratch), args, env, limit
+                )
+                for i, a in enumerate(configurations, 1)
+            ]
+            runs = [future.result() for future in futures]
+        finished = [(f, out) for f, out in runs if "record" in f]
+        small = [r for r in finished if r[1].stat().st_size <= FILE_BYTES]
+        best = sorted(
+            small, key=lambda r: min(e[2] for e in r[0]["evaluations"])
+        )
+        for found, out in best[:TRANSLATORS_BACK]:
+            target = Path(args.out) / out.name
+            target.write_bytes(out.read_bytes())
+            found["file"] = out.name
+    for found, _ in runs:
+        print(found["arguments"], found["code"], found["printed"], sep="\n")
+    return {"runs": [found for found, _ in runs]}
 
 
 PART_FUNCTIONS = {
@@ -932,7 +985,7 @@ def run_parts(args, out: Path, env, log) -> dict:
                 "--part", part, "--part-out", str(part_out),
                 "--part-timeout", str(round(limit)),
                 "--device", args.device, "--out", str(out),
-                f"--translator-args={args.translator_args}",
+                *[f"--translator-args={a}" for a in args.translator_args or []],
                 "--commit", args.commit or "",
                 *(["--tiny"] if args.tiny else []),
                 *(["--chapters", *args.chapters] if args.chapters else []),
@@ -979,8 +1032,9 @@ def main(argv=None) -> int:
     parser.add_argument("--translator", action="store_true")
     parser.add_argument(
         "--translator-args",
-        default="",
-        help='for train_gettext.py, one string: --translator-args="..."',
+        action="append",
+        help='for train_gettext.py, one string: --translator-args="..."; '
+        "again for another run beside it (a sweep)",
     )
     parser.add_argument(
         "--train-batch",

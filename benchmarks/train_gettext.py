@@ -3,6 +3,7 @@
     python benchmarks/train_gettext.py [--threads 2] [--device auto]
         [--updates 2500] [--average 4] [--runs runs/gettext]
         [--resume] [--out transformer_course/data/gettext_zh.pt]
+        [--set FIELD=VALUE ...] [--seconds S] [--commit HASH]
 
 TASK_CONFIGS["gettext"] is the configuration (chapter 7 explains each choice). The
 run writes a resumable checkpoint (optimizer, data position, random states) to
@@ -13,6 +14,12 @@ that checkpoints can be averaged afterwards and an interrupted run continues wit
 the training log, the corpus digest, the licences of the sources and the record of
 how the model was made (command line, commit, torch version, device, date, wall
 time, updates), to --out: the file that ships in the package.
+
+--set changes a field of the configuration (`--set dropout=0.4 --set
+n_layers=4`: a dev sweep, benchmarks/gpu_run.py's translator part); --seconds
+ends the run at the first evaluation after which another period would not fit
+in S seconds (a GPU lent for minutes), and the record says how many updates
+were made; --commit names the code where no git repository is at hand.
 
 On 2 CPU cores an update of about 4,096 tokens took 3.8 s on average in the run
 that shipped (2,500 updates in 9,398 s, 2.6 hours, its record says); on a GPU a few
@@ -33,7 +40,7 @@ from results_files import commit
 
 from transformer_course.catalogs import CATALOG_SOURCES
 from transformer_course.trained_models import TASK_CONFIGS
-from transformer_course.training import Run, fit, resume
+from transformer_course.training import Run, TrainConfig, fit, resume
 from transformer_course.translation import save_translation_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +64,31 @@ def mean_loss(history, step: int, period: int) -> float:
     return sum(losses) / len(losses)
 
 
+def changed_config(config: TrainConfig, settings: list[str]) -> TrainConfig:
+    """config with each FIELD=VALUE of settings, the value read as the
+    field's type; a clear error for an unknown field or a bad value."""
+    fields = {field.name: field for field in dataclasses.fields(config)}
+    changes = {}
+    for setting in settings:
+        name, equals, text = setting.partition("=")
+        if not equals or name not in fields:
+            raise SystemExit(
+                f"--set {setting!r}: give FIELD=VALUE, FIELD one of "
+                + ", ".join(fields)
+            )
+        value = getattr(config, name)
+        try:
+            if isinstance(value, bool):
+                if text not in ("True", "False"):
+                    raise ValueError("True or False")
+                changes[name] = text == "True"
+            else:  # a field that may be None holds an int
+                changes[name] = (int if value is None else type(value))(text)
+        except ValueError as error:
+            raise SystemExit(f"--set {setting!r}: {error}") from None
+    return dataclasses.replace(config, **changes)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -73,28 +105,46 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs/gettext"))
     parser.add_argument("--resume", action="store_true")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change a field of TASK_CONFIGS['gettext'] (repeatable)",
+    )
+    parser.add_argument(
+        "--seconds", type=float, help="stop at the evaluation before S s"
+    )
+    parser.add_argument("--commit", help="the code's commit (default: git's)")
+    parser.add_argument(
         "--out",
         type=Path,
         default=ROOT / "transformer_course" / "data" / "gettext_zh.pt",
     )
     args = parser.parse_args(argv)
-    made_at = commit()  # before the run writes its files
+    made_at = args.commit or commit()  # before the run writes its files
     torch.set_num_threads(args.threads)
-    config = dataclasses.replace(
-        TASK_CONFIGS["gettext"], updates=args.updates, device=args.device
+    config = changed_config(
+        dataclasses.replace(
+            TASK_CONFIGS["gettext"], updates=args.updates, device=args.device
+        ),
+        args.set,
     )
     args.runs.mkdir(parents=True, exist_ok=True)
     last, clock = args.runs / "last.pt", args.runs / "seconds.json"
     run = Run(config)
-    seconds = 0.0
+    seconds, longest = 0.0, 0.0
     if args.resume and last.exists():
         resume(run, last)
         seconds = json.loads(clock.read_text())["seconds"]
     while run.step < config.updates:  # one evaluation period at a time
+        if args.seconds is not None and seconds + longest > args.seconds:
+            print(f"stopped: another period would end after {args.seconds} s")
+            break
         start = time.perf_counter()
         period = config.eval_every
         target = min(config.updates, (run.step // period + 1) * period)
         fit(run, target, checkpoint=last, progress=False)
+        longest = max(longest, time.perf_counter() - start)
         seconds += time.perf_counter() - start
         clock.write_text(json.dumps({"seconds": seconds}))
         torch.save(

@@ -312,34 +312,64 @@ def test_gensim_test_data_the_chapters_read_is_kept():
     } <= kept
 
 
-def test_translator_hook_passes_its_arguments_on(tmp_path, monkeypatch):
+TINY_TRANSLATOR = (
+    "--updates 2 --average 2 --threads 1 --set d_model=16 --set n_heads=2 "
+    "--set n_layers=1 --set d_ff=32 --set max_tokens=256 --set warmup=1 "
+    "--set eval_every=1"
+)
+
+
+def test_translator_part_trains_a_sweep_at_once(tmp_path):
+    """Two real (tiny) runs of train_gettext.py side by side, as the
+    translator part starts them on a GPU, each with its --set."""
     import argparse
 
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import train_gettext
-
-    seen = []
-
-    def fake_main(argv):
-        seen.append(argv)
-        print("3 updates in 0.1 min, best dev loss 1.234")
-
-    monkeypatch.setattr(train_gettext, "main", fake_main)
     args = argparse.Namespace(
-        out=str(tmp_path), device="cuda", translator_args="--updates 3"
+        out=str(tmp_path),
+        device="cpu",
+        commit="abc123",
+        part_timeout=200,
+        translator_args=[
+            TINY_TRANSLATOR,
+            TINY_TRANSLATOR + " --set dropout=0.5",
+        ],
     )
     result = gpu_run.translator_part(args, {}, save=None)
-    (argv,) = seen
-    assert argv[:4] == [
-        "--device",
-        "cuda",
-        "--out",
-        str(tmp_path / "gettext_zh.pt"),
-    ]
-    assert argv[-2:] == ["--updates", "3"]  # last: they win
-    checkpoint = Path(argv[argv.index("--checkpoint") + 1])
-    assert not checkpoint.is_relative_to(ROOT)  # not into the repository
-    assert result["printed"].startswith("3 updates")
+    first, second = result["runs"]
+    for i, run in enumerate(result["runs"], 1):
+        assert run["code"] == 0, run["printed"]
+        assert [e[0] for e in run["evaluations"]] == [1, 2]
+        assert run["record"]["updates"] == 2
+        assert run["record"]["commit"] == "abc123"
+        assert run["file"] == f"gettext_zh_{i}.pt"
+        assert (tmp_path / run["file"]).exists()
+    assert first["train_config"]["d_model"] == 16
+    assert first["train_config"]["dropout"] == 0.3  # the shipped model's
+    assert second["train_config"]["dropout"] == 0.5
+
+
+def test_train_gettext_refuses_a_bad_setting():
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import train_gettext
+
+    config = train_gettext.TASK_CONFIGS["gettext"]
+    changed = train_gettext.changed_config(
+        config, ["n_layers=4", "dropout=0.4", "norm_first=True"]
+    )
+    assert (
+        dataclasses.replace(config, n_layers=4, dropout=0.4, norm_first=True)
+        == changed
+    )
+    for bad, says in [
+        ("layers=4", "FIELD one of task, n_train"),
+        ("dropout", "give FIELD=VALUE"),
+        ("n_layers=4.5", "invalid literal for int"),
+        ("norm_first=yes", "True or False"),
+    ]:
+        with pytest.raises(SystemExit, match=says):
+            train_gettext.changed_config(config, [bad])
 
 
 def test_install_wheels_installs_them_and_unpacks_the_catalogs(tmp_path):

@@ -74,6 +74,9 @@ xxhash yarl zipp
 # Required, but not imported by what runs there
 NOT_NEEDED = {
     "docopt": "num2words' command-line script alone imports it; no wheel",
+    # 4.9 and 4.0 MB that would take the tree past 64 MiB
+    "jedi": "IPython imports it for tab completion only (_get_jedi)",
+    "debugpy": "ipykernel runs without it (_is_debugpy_available)",
 }
 # The chapters' imports beyond pyproject.toml's dependencies: the kernel
 # nbval starts, and nbval
