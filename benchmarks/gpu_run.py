@@ -120,7 +120,7 @@ SIZES = {
             "fused_attention": 40,
             "gqa_repeat": 45,
             "fp16": 50,
-            "multi_head_attention": 45,
+            "multi_head_attention": 90,
             "translator": 300,
         },
         "model": BASE,
@@ -1126,8 +1126,9 @@ def report(document: dict) -> str:
     for name, record in parts.items():
         status = record["status"]
         if status != "ok":
-            status += ": " + (record.get("error") or record.get("reason", ""))
-            status = status.replace("\n", " ")[:200]
+            why = record.get("error") or record.get("reason", "")
+            why = why.splitlines()[0] if why else ""  # a table's cell
+            status = f"{status}: {why}"[:200].replace("|", "/")
         lines.append(
             f"| {name} | {status} | {record.get('seconds', '')} "
             f"| {record.get('limit_s', '')} |"
@@ -1158,6 +1159,10 @@ def report(document: dict) -> str:
             f"{fp16['tokens_per_second']:,} tokens/s, losses "
             f"{fp16['losses']}, scale {fp16['grad_scale']}.",
         ]
+    translators = parts.get("translator", {}).get("result")
+    if translators:
+        lines += ["", "## Translators (benchmarks/train_gettext.py)", ""]
+        lines += translator_table(translators["runs"])
     for name in (
         "kv_cache",
         "gqa_repeat",
@@ -1166,10 +1171,28 @@ def report(document: dict) -> str:
     ):
         result = parts.get(name, {}).get("result")
         if result:
-            for file, text in result["files"].items():
+            for file, text in result.get("files", {}).items():
                 if file.endswith(".md"):
                     lines += ["", f"## {file}", "", text.strip()]
     return "\n".join(lines) + "\n"
+
+
+def translator_table(runs: list[dict]) -> list[str]:
+    """One row per run: its arguments, updates, lowest dev loss (and at
+    which update), the file it came back in."""
+    lines = [
+        "| arguments | updates | lowest dev loss | at update | seconds | file |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for run in runs:
+        evaluations = run["evaluations"]
+        step, _, dev = min(evaluations, key=lambda e: e[2], default=("", 0, ""))
+        updates = run.get("record", {}).get("updates", "")
+        lines.append(
+            f"| `{run['arguments'] or '(the defaults)'}` | {updates} | {dev} "
+            f"| {step} | {run['seconds']} | {run.get('file', '')} |"
+        )
+    return lines
 
 
 def training_table(t: dict) -> list[str]:
@@ -1253,9 +1276,11 @@ def training_table(t: dict) -> list[str]:
 
 
 def unpack(folder: Path, into: Path) -> list[Path]:
-    """gpu_run.json (without the files it carries), gpu_run.md and the
-    benchmarks' files, from a GPU run's results folder into `into`."""
+    """gpu_run.json (without the files it carries), gpu_run.md (written
+    again by this version of report()) and the benchmarks' files, from a GPU
+    run's results folder into `into`."""
     document = json.loads((folder / "gpu_run.json").read_text())
+    summary = report(document)
     if document["tiny"] or document["environment"]["device"].endswith("CPU"):
         raise SystemExit(
             f"{folder} holds a dry run (--tiny or a CPU): not results to keep"
@@ -1272,7 +1297,7 @@ def unpack(folder: Path, into: Path) -> list[Path]:
             (into / name).write_text(text, encoding="utf-8")
             written.append(into / name)
     (into / "gpu_run.json").write_text(json.dumps(document, indent=1) + "\n")
-    (into / "gpu_run.md").write_text((folder / "gpu_run.md").read_text())
+    (into / "gpu_run.md").write_text(summary)
     return [*written, into / "gpu_run.json", into / "gpu_run.md"]
 
 

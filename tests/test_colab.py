@@ -455,6 +455,36 @@ def test_the_gpu_paragraph_says_what_the_chapter_does_on_a_gpu():
             assert "decode there" in flat and "stay on the CPU" in flat
 
 
+def test_the_gpu_paragraph_says_where_a_gpu_ran_the_chapter(tmp_path):
+    """Only a chapter that the prepared GPU run passed under nbval is said
+    to have run on that GPU; the others stay untested."""
+    run = {
+        "environment": {"device": "NVIDIA H200"},
+        "parts": {
+            "nbval": {
+                "result": {
+                    "chapters": [
+                        {
+                            "notebook": "08_1_decoding.ipynb",
+                            "outcome": "passed",
+                        },
+                        {
+                            "notebook": "07_2_the_recipe.ipynb",
+                            "outcome": "failed",
+                        },
+                    ]
+                }
+            }
+        },
+    }
+    path = tmp_path / "gpu_run.json"
+    path.write_text(json.dumps(run))
+    assert colab.gpu_checked("08_1_decoding", path) == "NVIDIA H200"
+    assert colab.gpu_checked("07_2_the_recipe", path) is None
+    assert colab.gpu_checked("08_2_evaluation", path) is None
+    assert colab.gpu_checked("08_1_decoding", tmp_path / "none.json") is None
+
+
 def test_colab_cost_wording():
     assert colab.colab_cost(20) == "less than a minute"
     assert colab.colab_cost(80) == "about 1 minute"

@@ -203,6 +203,9 @@ def test_unpack_refuses_a_dry_run_and_writes_a_gpu_run(dry_run, tmp_path):
             "gpu_run.md",
         ]
     )
+    summary = (tmp_path / "results" / "gpu_run.md").read_text()
+    assert summary == gpu_run.report(gpu)  # written again, not copied
+    assert "## kv_cache_cpu.md" in summary
     kept = json.loads((tmp_path / "results" / "gpu_run.json").read_text())
     assert all(  # the files are written once, not also inside gpu_run.json
         "files" not in record.get("result", {})
@@ -213,6 +216,23 @@ def test_unpack_refuses_a_dry_run_and_writes_a_gpu_run(dry_run, tmp_path):
     (folder / "gpu_run.json").write_text(json.dumps(bad))
     with pytest.raises(SystemExit, match="unexpected file name"):
         gpu_run.unpack(folder, tmp_path / "other")
+
+
+def test_report_keeps_a_failed_part_on_one_table_row(dry_run):
+    _, document = dry_run
+    gpu = copy.deepcopy(document)
+    gpu["parts"]["kv_cache"] = {
+        "status": "timed out",
+        "error": "stopped after 45 s\n| 128 | a table | 1.5 |",
+        "seconds": 45.1,
+        "limit_s": 45,
+    }
+    row = next(
+        line
+        for line in gpu_run.report(gpu).splitlines()
+        if line.startswith("| kv_cache |")
+    )
+    assert row == "| kv_cache | timed out: stopped after 45 s | 45.1 | 45 |"
 
 
 def test_budget_spent_skips_parts(tmp_path):

@@ -837,6 +837,23 @@ GPU_LOADS_OR_RETRAINS = ("07_3",)
 # sections whose translation models go to the GPU, their small trials staying
 # on the CPU
 GPU_TRANSLATORS = ("09_2",)
+# the prepared GPU run (benchmarks/gpu_run.py), which runs every chapter
+# under nbval on the GPU lent
+GPU_RUN = ROOT / "benchmarks" / "results" / "gpu_run.json"
+
+
+def gpu_checked(stem: str, path: Path = GPU_RUN) -> str | None:
+    """The GPU on which the prepared GPU run's nbval passed this notebook
+    (every compared output the same as on a CPU); None where none did."""
+    if not Path(path).exists():
+        return None
+    run = json.loads(Path(path).read_text())
+    nbval = run["parts"].get("nbval", {}).get("result") or {}
+    for chapter in nbval.get("chapters", []):
+        if chapter["notebook"] == f"{stem}.ipynb":
+            if chapter["outcome"] == "passed":
+                return run["environment"]["device"]
+    return None
 
 
 def colab_note(stem: str, seconds: float) -> str:
@@ -868,6 +885,19 @@ def colab_note(stem: str, seconds: float) -> str:
         "and its time unmeasured; the numbers it prints may differ from this "
         "page's."
     )
+    device = gpu_checked(stem)
+    if device:
+        loaded = (
+            " (its models loaded, not retrained)"
+            if stem.startswith(GPU_LOADS_OR_RETRAINS + GPU_TRANSLATORS)
+            else ""
+        )
+        untested = (
+            f"The book's prepared GPU run (`benchmarks/gpu_run.py`) ran the "
+            f"{unit} on an {device} under its tests{loaded}, and every output "
+            "they compare matched this page's; on a T4 it is untested, and "
+            "its time unmeasured."
+        )
     if stem.startswith(GPU_TRAINS):
         paragraphs.append(
             f"A GPU runtime (a T4) would train the {unit}'s models on the GPU, "
