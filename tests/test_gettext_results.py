@@ -10,6 +10,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 choose = load_benchmark("choose_gettext")
 evaluate = load_benchmark("evaluate_gettext")
+sweep = load_benchmark("gettext_sweep")
 
 
 def rows(lines, start):
@@ -59,3 +60,18 @@ def test_the_test_tables_show_every_system_and_difference():
     ):
         x, lo, hi = metrics["BLEU"]
         assert row[1] == f"{x:+.1f} ({lo:+.1f} to {hi:+.1f})"
+
+
+def test_the_gpu_sweep_table_is_its_json():
+    """Every run of the GPU sweep, its lowest dev loss, and the models
+    decoded on dev with their difference from the shipped model."""
+    document = json.loads((RESULTS / "gettext_gpu_sweep.json").read_text())
+    markdown = (RESULTS / "gettext_gpu_sweep.md").read_text()
+    assert "\n".join(sweep.table(document)) in markdown
+    table = rows(sweep.table(document), "| run")
+    assert [row[0] for row in table] == [r["name"] for r in document["runs"]]
+    decoded = [r for r in document["runs"] if "dev" in r]
+    assert decoded and all(r["file"] for r in decoded)
+    for run in decoded:  # each interval holds its difference
+        for diff, low, high in run["dev"]["minus_shipped"].values():
+            assert low <= diff <= high

@@ -893,9 +893,8 @@ def colab_note(stem: str, seconds: float) -> str:
             else ""
         )
         untested = (
-            f"The book's prepared GPU run (`benchmarks/gpu_run.py`) ran the "
-            f"{unit} on an {device} under its tests{loaded}, and every output "
-            "they compare matched this page's; on a T4 it is untested, and "
+            f"The prepared GPU run (`benchmarks/gpu_run.py`) passed the "
+            f"{unit}'s tests on an {device}{loaded}; on a T4 it is untested, "
             "its time unmeasured."
         )
     if stem.startswith(GPU_TRAINS):
