@@ -1081,6 +1081,8 @@ def main(argv=None) -> int:
         env["PYTHONPATH"] = installed["site"]
     paths = [str(ROOT), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths[::-1] if p)
+    if args.commit:  # what the benchmarks record (results_files.commit)
+        env["TRANSFORMER_COURSE_COMMIT"] = args.commit
     if args.device == "cuda":
         import torch
 
@@ -1287,11 +1289,18 @@ def unpack(folder: Path, into: Path) -> list[Path]:
         )
     into.mkdir(parents=True, exist_ok=True)
     written = []
+    ran = document["environment"]["commit"]
     for record in document["parts"].values():
         for name, content in record.get("result", {}).pop("files", {}).items():
             if not RESULT_FILE.fullmatch(name):
                 raise SystemExit(f"unexpected file name in the results: {name}")
             text = content
+            if isinstance(content, dict) and content.get("commit") != ran:
+                # a run before TRANSFORMER_COURSE_COMMIT: git on the device
+                # read a copy that is no checkout of the commit that ran
+                if content.get("commit"):
+                    content["commit_on_the_device"] = content["commit"]
+                content["commit"] = ran
             if name.endswith(".json"):
                 text = json.dumps(content, ensure_ascii=False, indent=1) + "\n"
             (into / name).write_text(text, encoding="utf-8")

@@ -9,6 +9,7 @@ commit was recorded lack it until their script runs again.)
 
 import datetime
 import json
+import os
 import platform
 import re
 import subprocess
@@ -41,9 +42,16 @@ def processor() -> tuple[str, list[str]]:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+COMMIT_VARIABLE = "TRANSFORMER_COURSE_COMMIT"
+
+
 def commit() -> str:
     """The repository's HEAD, marked -dirty when files differ from it: the
-    code a result was made with."""
+    code a result was made with. $TRANSFORMER_COURSE_COMMIT, where set,
+    instead: benchmarks/gpu_run.py sets it to the commit it was given, since
+    on a lent GPU the copy of the repository is no checkout of it."""
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
 
     def git(*args):
         try:

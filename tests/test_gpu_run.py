@@ -235,6 +235,16 @@ def test_report_keeps_a_failed_part_on_one_table_row(dry_run):
     assert row == "| kv_cache | timed out: stopped after 45 s | 45.1 | 45 |"
 
 
+def test_the_benchmarks_record_the_commit_gpu_run_was_given(monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import results_files
+
+    monkeypatch.delenv(results_files.COMMIT_VARIABLE, raising=False)
+    assert results_files.commit().split("-")[0] == gpu_run.git_commit()
+    monkeypatch.setenv(results_files.COMMIT_VARIABLE, "abc123")
+    assert results_files.commit() == "abc123"
+
+
 def test_budget_spent_skips_parts(tmp_path):
     gpu_run.main(
         ["--device", "cpu", "--tiny", "--budget", "5", "--out", str(tmp_path)]
