@@ -45,7 +45,8 @@ with its error, and the next one runs. In this order:
    part's time is up; every run's dev-loss curve and record in gpu_run.json,
    and the weights of the 4 of lowest dev loss in gettext_zh_N.pt (N: the
    run's place among --translator-args). It does not fit in the default
-   budget beside the rest: run it alone (--parts translator --translator) or
+   budget beside the rest: run it alone (--parts translator --translator
+   --budget 560, the call's timeout_s 590: up to 540 s for the runs) or
    raise --budget and the call's timeout.
 
 Results in --out (default $OUT): gpu_run.json (every part, each with the
@@ -121,7 +122,7 @@ SIZES = {
             "gqa_repeat": 45,
             "fp16": 50,
             "multi_head_attention": 90,
-            "translator": 300,
+            "translator": 540,  # alone in a call: --parts translator
         },
         "model": BASE,
         "vocab": 37000,  # the paper's shared BPE vocabulary (En-De)
