@@ -841,7 +841,7 @@ def train_one_translator(index, arguments, folder, args, env, limit):
     command = [
         sys.executable, str(HERE / "train_gettext.py"),
         "--device", args.device, "--runs", str(folder / f"runs_{index}"),
-        "--out", str(out), "--commit", args.commit or "unknown",
+        "--out", str(out), *(["--commit", args.commit] if args.commit else []),
         "--seconds", str(max(limit - 60, 10)), *shlex.split(arguments),
     ]  # fmt: skip
     start = time.perf_counter()
@@ -885,7 +885,13 @@ def translator_part(args, sizes, save) -> dict:
                 for i, a in enumerate(configurations, 1)
             ]
             runs = [future.result() for future in futures]
-        finished = [(f, out) for f, out in runs if "record" in f]
+        finished = [  # a NaN or no dev loss cannot be ranked
+            (f, out)
+            for f, out in runs
+            if "record" in f
+            and f["evaluations"]
+            and all(e[2] == e[2] for e in f["evaluations"])
+        ]
         small = [r for r in finished if r[1].stat().st_size <= FILE_BYTES]
         best = sorted(
             small, key=lambda r: min(e[2] for e in r[0]["evaluations"])
