@@ -834,18 +834,17 @@ FILE_BYTES = 16 * 2**20  # the largest file the device tool brings back
 EVALUATION = re.compile(r"update (\d+): loss ([\d.]+), dev loss ([\d.na]+)")
 
 
-def train_one_translator(index, arguments, folder, args, env, limit):
+def train_one_translator(index, arguments, folder, args, limit):
     """benchmarks/train_gettext.py in a process of its own, into folder;
     what it printed, and its record when it finished."""
     out = folder / f"gettext_zh_{index}.pt"
     command = [
         sys.executable, str(HERE / "train_gettext.py"),
         "--device", args.device, "--runs", str(folder / f"runs_{index}"),
-        "--out", str(out), *(["--commit", args.commit] if args.commit else []),
-        "--seconds", str(max(limit - 60, 10)), *shlex.split(arguments),
+        "--out", str(out), "--seconds", str(max(limit - 60, 10)), *shlex.split(arguments),
     ]  # fmt: skip
     start = time.perf_counter()
-    code, output = run_command(command, limit, env=env)
+    code, output = run_command(command, limit)  # the commit: in its env
     found = {
         "arguments": arguments,
         "code": code,
@@ -875,12 +874,11 @@ def translator_part(args, sizes, save) -> dict:
     results folder; every run's curve is kept."""
     configurations = args.translator_args or [""]
     limit = (args.part_timeout or 300) - 15  # to copy and record
-    env = None  # this process's: the parent set PYTHONPATH
     with tempfile.TemporaryDirectory() as scratch:
         with concurrent.futures.ThreadPoolExecutor(len(configurations)) as pool:
             futures = [
                 pool.submit(
-                    train_one_translator, i, a, Path(scratch), args, env, limit
+                    train_one_translator, i, a, Path(scratch), args, limit
                 )
                 for i, a in enumerate(configurations, 1)
             ]

@@ -3,7 +3,7 @@
     python benchmarks/train_gettext.py [--threads 2] [--device auto]
         [--updates 2500] [--average 4] [--runs runs/gettext]
         [--resume] [--out transformer_course/data/gettext_zh.pt]
-        [--set FIELD=VALUE ...] [--seconds S] [--commit HASH]
+        [--set FIELD=VALUE ...] [--seconds S]
 
 TASK_CONFIGS["gettext"] is the configuration (chapter 7 explains each choice). The
 run writes a resumable checkpoint (optimizer, data position, random states) to
@@ -19,7 +19,7 @@ time, updates), to --out: the file that ships in the package.
 n_layers=4`: a dev sweep, benchmarks/gpu_run.py's translator part); --seconds
 ends the run at the first evaluation after which another period would not fit
 in S seconds (a GPU lent for minutes), and the record says how many updates
-were made; --commit names the code where no git repository is at hand.
+were made.
 
 On 2 CPU cores an update of about 4,096 tokens took 3.8 s on average in the run
 that shipped (2,500 updates in 9,398 s, 2.6 hours, its record says); on a GPU a few
@@ -114,14 +114,13 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--seconds", type=float, help="stop at the evaluation before S s"
     )
-    parser.add_argument("--commit", help="the code's commit (default: git's)")
     parser.add_argument(
         "--out",
         type=Path,
         default=ROOT / "transformer_course" / "data" / "gettext_zh.pt",
     )
     args = parser.parse_args(argv)
-    made_at = args.commit or commit()  # before the run writes its files
+    made_at = commit()  # before the run writes its files
     torch.set_num_threads(args.threads)
     config = changed_config(
         dataclasses.replace(

@@ -349,11 +349,12 @@ TINY_TRANSLATOR = (
 )
 
 
-def test_translator_part_trains_a_sweep_at_once(tmp_path):
+def test_translator_part_trains_a_sweep_at_once(tmp_path, monkeypatch):
     """Two real (tiny) runs of train_gettext.py side by side, as the
     translator part starts them on a GPU, each with its --set."""
     import argparse
 
+    monkeypatch.setenv("TRANSFORMER_COURSE_COMMIT", "abc123")  # as main sets
     args = argparse.Namespace(
         out=str(tmp_path),
         device="cpu",
