@@ -2,6 +2,7 @@
 
     python benchmarks/evaluate_gettext.py [--split test] [--model PATH]
         [--beam B] [--length-penalty A] [--memory-threshold S] [--threads 2]
+        [--device cpu|cuda]
         [--keep-tags 0|1] [--no-repeat-ngram N]
         [--sample 200] [--limit N] [--out FILE.json]
 
@@ -136,10 +137,15 @@ def decode(
             padding_value=PAD_ID,
         )
         max_len = 2 * src.size(1) + 10
+        device = next(model.parameters()).device
         with torch.no_grad():
             out = beam_search(
-                model, src, beam, max_len, length_penalty=length_penalty
-            )
+                model,
+                src.to(device),
+                beam,
+                max_len,
+                length_penalty=length_penalty,
+            ).cpu()
         for i, row in zip(rows, out.tolist(), strict=True):
             row = row[: row.index(EOS_ID)] if EOS_ID in row else row
             text = tokenizer.decode([t for t in row if t != PAD_ID])
@@ -243,6 +249,12 @@ def main(argv=None) -> None:
         help="the constrained translation: no n-gram of tokens twice (0: off)",
     )
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where the model decodes (cuda on a GPU: the dev sweep of "
+        "gpu_run.py judges its runs there); scoring stays on the CPU",
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, help="the first N messages only")
     parser.add_argument(
@@ -263,6 +275,7 @@ def main(argv=None) -> None:
     pairs = splits[args.split][: args.limit]
     sources = [p.source for p in pairs]
     model, tokenizer, record = load_translation_model(args.model)
+    model.to(args.device)
     start = time.perf_counter()
     translations = decode(
         model, tokenizer, sources, args.beam, args.length_penalty
@@ -331,6 +344,7 @@ def main(argv=None) -> None:
         ),
         "seconds": round(seconds),
         "threads": args.threads,
+        "device": args.device,
         "memory_threshold": args.memory_threshold,
         "memory_share": sum(s >= args.memory_threshold for s in similarity)
         / len(sources),
@@ -343,7 +357,7 @@ def main(argv=None) -> None:
     lines = [
         f"The {args.split} split, {len(pairs)} messages; the trained model "
         f"decoded {decoding}, in {seconds:.0f} s with {args.threads} "
-        "thread(s).",
+        "thread(s)" + ("." if args.device == "cpu" else f" on {args.device}."),
         "",
         *table(document),
     ]

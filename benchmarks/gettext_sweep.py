@@ -12,6 +12,9 @@ loss). Each FILE.json is `benchmarks/evaluate_gettext.py --split dev --sample 0
 model that ships with the library. The script checks that each FILE.json
 decoded the file it names (its sha256).
 
+A run decoded on dev on the device (gpu_run.py --translator-dev) needs no
+FILE.json: its gpu_run.json holds the decoding.
+
 Writes gettext_gpu_sweep.json and .md: every run's arguments, updates, time
 and dev-loss curve; for each model decoded, its dev scores greedily and
 constrained (as the library's translate() decodes: each placeholder tag kept,
@@ -34,9 +37,11 @@ from transformer_course.translation import BLEU_ZH, CHRF, paired_difference
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def sweep_runs(folders: list[Path]) -> list[dict]:
-    """Every translator run of the GPU runs' folders, named FOLDER_N."""
-    runs = []
+def sweep_runs(folders: list[Path]) -> tuple[list[dict], dict]:
+    """Every translator run of the GPU runs' folders, named FOLDER_N; and
+    the dev decodings made on the device (gpu_run.py --translator-dev), by
+    name."""
+    runs, decoded = [], {}
     for folder in folders:
         document = json.loads((folder / "gpu_run.json").read_text())
         part = document["parts"].get("translator", {})
@@ -55,7 +60,9 @@ def sweep_runs(folders: list[Path]) -> list[dict]:
                     "file": run.get("file"),
                 }
             )
-    return runs
+            if "dev" in run:  # decoded on the device after training
+                decoded[runs[-1]["name"]] = run["dev"]
+    return runs, decoded
 
 
 def dev_scores(evaluation: dict, shipped: dict, references) -> dict:
@@ -120,7 +127,7 @@ def main(argv=None) -> None:
         "--out", type=Path, default=ROOT / "benchmarks" / "results"
     )
     args = parser.parse_args(argv)
-    runs = sweep_runs(args.runs)
+    runs, decoded = sweep_runs(args.runs)
     folders = {folder.name: folder for folder in args.runs}
     by_name = {run["name"]: run for run in runs}
     shipped = json.loads(args.shipped.read_text())
@@ -140,6 +147,14 @@ def main(argv=None) -> None:
         if evaluation["model_sha256"] != digest or evaluation["split"] != "dev":
             raise SystemExit(f"{file}: not the dev split of {weights}")
         run["dev"] = dev_scores(evaluation, shipped, references)
+    for name, evaluation in decoded.items():
+        if "error" in evaluation:
+            by_name[name]["dev_error"] = evaluation["error"]
+        elif "dev" not in by_name[name]:  # a --dev file decoded it here
+            if len(evaluation["constrained"]) != len(references):
+                raise SystemExit(f"{name}: its dev decoding is not whole")
+            by_name[name]["dev"] = dev_scores(evaluation, shipped, references)
+            by_name[name]["dev"]["decoded_on"] = evaluation["device"]
     fields = {
         "command": " ".join(["python", *sys.argv]),
         "shipped": {

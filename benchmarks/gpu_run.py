@@ -42,16 +42,20 @@ with its error, and the next one runs. In this order:
    cuda, once per --translator-args (each string passed on to one run, last,
    so that it wins: `--translator-args="--set dropout=0.4"` again and again
    is a dev sweep), all the runs at once, each ended by --seconds before the
-   part's time is up; every run's dev-loss curve and record in gpu_run.json,
-   and the weights of the 4 of lowest dev loss in gettext_zh_N.pt (N: the
-   run's place among --translator-args). It does not fit in the default
+   part's time is up; with --translator-dev, each run's weights decoded on
+   the dev split on the device after it (evaluate_gettext.py: scores and
+   translations); every run's dev-loss curve, record and dev decoding in
+   gpu_run.json, and the weights of the 4 best in gettext_zh_HHMMSS_N.pt
+   (the part's start, and N the run's place among --translator-args): the
+   best by constrained dev BLEU when decoded, else by the dev loss of their
+   last evaluation. It does not fit in the default
    budget beside the rest: run it alone (--parts translator --translator
    --budget 560, the call's timeout_s 590: up to 540 s for the runs) or
    raise --budget and the call's timeout.
 
 Results in --out (default $OUT): gpu_run.json (every part, each with the
 device, torch, CUDA, date and commit), gpu_run.md (the tables), gpu_run.log
-(every part's output) and, with --translator, up to 4 gettext_zh_N.pt: at
+(every part's output) and, with --translator, up to 4 gettext_zh_*.pt: at
 most the 8 files the device tool brings back. The benchmarks' own files (kv_cache_cuda.*,
 gqa_repeat_cuda.*, fused_attention_cuda.*, multi_head_attention_cuda.*) travel
 inside gpu_run.json;
@@ -72,7 +76,8 @@ registry):
    files_at) and commit by path benchmarks/results/gpu_run.json,
    gpu_run.md, kv_cache_cuda.*, gqa_repeat_cuda.*, fused_attention_cuda.* and
    multi_head_attention_cuda.*;
-   gettext_zh_N.pt, when trained, are judged on dev here
+   the translators' dev decodings (--translator-dev) go to
+   benchmarks/gettext_sweep.py, or gettext_zh_*.pt are judged on dev here
    (benchmarks/evaluate_gettext.py --split dev --model FILE).
 """
 
@@ -832,18 +837,24 @@ def nbval_part(args, sizes, save) -> dict:
 TRANSLATORS_BACK = 4  # 15.4 MB each: 4 fit in what the device tool returns
 FILE_BYTES = 16 * 2**20  # the largest file the device tool brings back
 EVALUATION = re.compile(r"update (\d+): loss ([\d.]+), dev loss ([\d.na]+)")
+DEV_SECONDS = 100  # kept for the dev decoding (--translator-dev), per run
+DEV_KEPT = ("model_sha256", "split", "averaged", "decoding", "seconds",
+            "device", "scores", "differences", "constrained", "greedy")  # fmt: skip
 
 
 def train_one_translator(index, arguments, folder, args, limit):
     """benchmarks/train_gettext.py in a process of its own, into folder;
-    what it printed, and its record when it finished."""
-    out = folder / f"gettext_zh_{index}.pt"
+    what it printed, and its record when it finished; with args.dev, its
+    weights decoded on the dev split (evaluate_gettext.py) after it."""
+    start = time.perf_counter()
+    out = folder / f"gettext_zh_{args.stamp}_{index}.pt"
+    training = limit - 60 - (DEV_SECONDS if args.translator_dev else 0)
     command = [
         sys.executable, str(HERE / "train_gettext.py"),
         "--device", args.device, "--runs", str(folder / f"runs_{index}"),
-        "--out", str(out), "--seconds", str(max(limit - 60, 10)), *shlex.split(arguments),
+        "--out", str(out), "--seconds", str(max(training, 10)),
+        *shlex.split(arguments),
     ]  # fmt: skip
-    start = time.perf_counter()
     code, output = run_command(command, limit)  # the commit: in its env
     found = {
         "arguments": arguments,
@@ -864,16 +875,54 @@ def train_one_translator(index, arguments, folder, args, limit):
             train_config=saved["train_config"],
             megabytes=round(out.stat().st_size / 1e6, 1),
         )
+        if args.translator_dev:
+            left = limit - (time.perf_counter() - start)
+            found["dev"] = dev_evaluation(out, folder, args.device, left)
     return found, out
+
+
+def dev_evaluation(
+    weights: Path, folder: Path, device: str, limit, messages=None
+) -> dict:
+    """evaluate_gettext.py --split dev of the weights (the first `messages`
+    only, for a test), decoded on the device: its scores, differences and
+    translations (DEV_KEPT), or why there are none."""
+    out = folder / f"dev_{weights.stem}.json"
+    command = [
+        sys.executable, str(HERE / "evaluate_gettext.py"), "--split", "dev",
+        "--sample", "0", "--threads", "1", "--device", device,
+        "--model", str(weights), "--out", str(out),
+        *(["--limit", str(messages)] if messages else []),
+    ]  # fmt: skip
+    start = time.perf_counter()
+    code, output = run_command(command, max(limit, 1))
+    if code != 0 or not out.exists():
+        return {"error": f"exit {code}: {tail(output, 6)}"}
+    document = json.loads(out.read_text())
+    kept = {key: document[key] for key in DEV_KEPT}
+    return {**kept, "wall_seconds": round(time.perf_counter() - start, 1)}
+
+
+def ranking_key(found: dict):
+    """Best first: the highest constrained dev BLEU when the runs were
+    decoded on dev, else the lowest dev loss at the run's last evaluation
+    (what its averaged weights end at), not its lowest along the way."""
+    scores = found.get("dev", {}).get("scores")
+    if scores:
+        return (0, -scores["the model, constrained"]["BLEU"])
+    return (1, found["evaluations"][-1][2])
 
 
 def translator_part(args, sizes, save) -> dict:
     """One train_gettext.py run per --translator-args, all at once on the
-    device (a dev sweep); of the weights the device tool can bring back
-    (FILE_BYTES), the TRANSLATORS_BACK of lowest dev loss are copied to the
-    results folder; every run's curve is kept."""
+    device (a dev sweep), each decoded on dev after it with
+    --translator-dev; of the weights the device tool can bring back
+    (FILE_BYTES), the TRANSLATORS_BACK best (ranking_key) are copied to the
+    results folder; every run's curve is kept. File names carry the part's
+    start (UTC hour, minute, second) so that two calls' files differ."""
     configurations = args.translator_args or [""]
     limit = (args.part_timeout or 300) - 15  # to copy and record
+    args.stamp = time.strftime("%H%M%S", time.gmtime())
     with tempfile.TemporaryDirectory() as scratch:
         with concurrent.futures.ThreadPoolExecutor(len(configurations)) as pool:
             futures = [
@@ -891,9 +940,7 @@ def translator_part(args, sizes, save) -> dict:
             and all(e[2] == e[2] for e in f["evaluations"])
         ]
         small = [r for r in finished if r[1].stat().st_size <= FILE_BYTES]
-        best = sorted(
-            small, key=lambda r: min(e[2] for e in r[0]["evaluations"])
-        )
+        best = sorted(small, key=lambda r: ranking_key(r[0]))
         for found, out in best[:TRANSLATORS_BACK]:
             target = Path(args.out) / out.name
             target.write_bytes(out.read_bytes())
@@ -991,6 +1038,7 @@ def run_parts(args, out: Path, env, log) -> dict:
                 "--part-timeout", str(round(limit)),
                 "--device", args.device, "--out", str(out),
                 *[f"--translator-args={a}" for a in args.translator_args or []],
+                *(["--translator-dev"] if args.translator_dev else []),
                 "--commit", args.commit or "",
                 *(["--tiny"] if args.tiny else []),
                 *(["--chapters", *args.chapters] if args.chapters else []),
@@ -1040,6 +1088,12 @@ def main(argv=None) -> int:
         action="append",
         help='for train_gettext.py, one string: --translator-args="..."; '
         "again for another run beside it (a sweep)",
+    )
+    parser.add_argument(
+        "--translator-dev",
+        action="store_true",
+        help="decode each translator on the dev split after it, on the device "
+        f"(evaluate_gettext.py; {DEV_SECONDS} s of its time kept for that)",
     )
     parser.add_argument(
         "--train-batch",
@@ -1185,19 +1239,25 @@ def report(document: dict) -> str:
 
 
 def translator_table(runs: list[dict]) -> list[str]:
-    """One row per run: its arguments, updates, lowest dev loss (and at
-    which update), the file it came back in."""
+    """One row per run: its arguments, updates, dev loss at the last
+    evaluation, constrained dev BLEU and chrF when decoded there, the
+    file it came back in."""
     lines = [
-        "| arguments | updates | lowest dev loss | at update | seconds | file |",
+        "| arguments | updates | last dev loss | dev BLEU, chrF (constrained) "
+        "| seconds | file |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for run in runs:
-        evaluations = run["evaluations"]
-        step, _, dev = min(evaluations, key=lambda e: e[2], default=("", 0, ""))
+        last = run["evaluations"][-1][2] if run["evaluations"] else ""
         updates = run.get("record", {}).get("updates", "")
+        scores = run.get("dev", {}).get("scores")
+        dev = run.get("dev", {}).get("error", "").split("\n")[0]
+        if scores:
+            c = scores["the model, constrained"]
+            dev = f"{c['BLEU']:.1f}, {c['chrF']:.1f}"
         lines.append(
-            f"| `{run['arguments'] or '(the defaults)'}` | {updates} | {dev} "
-            f"| {step} | {run['seconds']} | {run.get('file', '')} |"
+            f"| `{run['arguments'] or '(the defaults)'}` | {updates} | {last} "
+            f"| {dev} | {run['seconds']} | {run.get('file', '')} |"
         )
     return lines
 

@@ -2,9 +2,11 @@
 (--device cpu --tiny) end to end, its refusals, and the wheels it carries."""
 
 import copy
+import hashlib
 import importlib.util
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -360,6 +362,7 @@ def test_translator_part_trains_a_sweep_at_once(tmp_path, monkeypatch):
         device="cpu",
         commit="abc123",
         part_timeout=200,
+        translator_dev=False,
         translator_args=[
             TINY_TRANSLATOR,
             TINY_TRANSLATOR + " --set dropout=0.5",
@@ -372,11 +375,43 @@ def test_translator_part_trains_a_sweep_at_once(tmp_path, monkeypatch):
         assert [e[0] for e in run["evaluations"]] == [1, 2]
         assert run["record"]["updates"] == 2
         assert run["record"]["commit"] == "abc123"
-        assert run["file"] == f"gettext_zh_{i}.pt"
+        assert re.fullmatch(rf"gettext_zh_\d{{6}}_{i}\.pt", run["file"])
         assert (tmp_path / run["file"]).exists()
     assert first["train_config"]["d_model"] == 16
     assert first["train_config"]["dropout"] == 0.3  # the shipped model's
     assert second["train_config"]["dropout"] == 0.5
+    # each run decoded on dev, as --translator-dev does after training
+    dev = gpu_run.dev_evaluation(
+        tmp_path / first["file"], tmp_path, "cpu", 200, messages=12
+    )
+    assert "error" not in dev, dev
+    assert dev["split"] == "dev" and dev["device"] == "cpu"
+    assert len(dev["constrained"]) == len(dev["greedy"]) == 12
+    assert set(dev["scores"]) >= {"the model, constrained", "copy the source"}
+    digest = hashlib.sha256((tmp_path / first["file"]).read_bytes())
+    assert dev["model_sha256"] == digest.hexdigest()
+    broken = gpu_run.dev_evaluation(tmp_path / "none.pt", tmp_path, "cpu", 60)
+    assert broken["error"].startswith("exit 1")
+
+
+def test_translators_rank_by_dev_bleu_else_by_their_last_dev_loss():
+    """Not by the lowest dev loss along the way: the returned weights
+    average the last evaluations."""
+
+    def run(evaluations, bleu=None):
+        found = {"evaluations": [[i, 0.0, d] for i, d in evaluations]}
+        if bleu is not None:
+            found["dev"] = {
+                "scores": {"the model, constrained": {"BLEU": bleu}}
+            }
+        return found
+
+    dipped = run([(1, 3.0), (2, 4.5)])  # lowest on the way, worst at the end
+    steady = run([(1, 4.0), (2, 4.0)])
+    assert sorted([dipped, steady], key=gpu_run.ranking_key) == [steady, dipped]
+    decoded = [run([(1, 9.0)], bleu=12.0), run([(1, 1.0)], bleu=15.0)]
+    ranked = sorted([dipped, *decoded], key=gpu_run.ranking_key)
+    assert ranked == [decoded[1], decoded[0], dipped]
 
 
 def test_train_gettext_refuses_a_bad_setting():
