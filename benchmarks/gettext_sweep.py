@@ -1,16 +1,20 @@
 """The GPU dev sweep of the gettext translator: what each run reached on dev.
 
     python benchmarks/gettext_sweep.py --runs DIR [DIR ...]
-        --dev NAME=FILE.json [NAME=FILE.json ...] --shipped FILE.json
+        --dev NAME=FILE.json [NAME=FILE.json ...] --reference FILE.json
+        --reference-model MODEL.pt
         [--out benchmarks/results]
 
 Each DIR is a results folder of `benchmarks/gpu_run.py --translator` (its
 gpu_run.json, and the gettext_zh_N.pt it brought back: the runs of lowest dev
 loss). Each FILE.json is `benchmarks/evaluate_gettext.py --split dev --sample 0
 --model DIR/gettext_zh_N.pt --out FILE.json`, NAME being DIR's name, "_" and N
-(gpu1_4: the fourth run of the folder gpu1); --shipped is the same for the
-model that ships with the library. The script checks that each FILE.json
-decoded the file it names (its sha256).
+(gpu1_4: the fourth run of the folder gpu1); --reference is the same for the
+model every run is compared with: the CPU run that shipped with the library
+before this sweep, whose file --reference-model gives (its record and dev-loss
+history are kept; git show 832ae14:transformer_course/data/gettext_zh.pt
+brings it back). The script checks that each FILE.json decoded the file it
+names (its sha256).
 
 A run decoded on dev on the device (gpu_run.py --translator-dev) needs no
 FILE.json: its gpu_run.json holds the decoding.
@@ -18,17 +22,19 @@ FILE.json: its gpu_run.json holds the decoding.
 Writes gettext_gpu_sweep.json and .md: every run's arguments, updates, time
 and dev-loss curve; for each model decoded, its dev scores greedily and
 constrained (as the library's translate() decodes: each placeholder tag kept,
-no n-gram twice), and the paired difference from the shipped model in BLEU
+no n-gram twice), and the paired difference from the reference in BLEU
 and chrF, constrained, with its 95 % bootstrap interval (1,000 resamples).
 The test split is not read: these are choices, made on dev.
 """
 
 import argparse
 import hashlib
+import io
 import json
 import sys
 from pathlib import Path
 
+import torch
 from results_files import write_results
 
 from transformer_course.corpus import gettext_corpus
@@ -58,6 +64,7 @@ def sweep_runs(folders: list[Path]) -> tuple[list[dict], dict]:
                     "seconds": run["seconds"],
                     "evaluations": run["evaluations"],  # update, loss, dev
                     "file": run.get("file"),
+                    "record": run.get("record"),  # command, commit, torch...
                 }
             )
             if "dev" in run:  # decoded on the device after training
@@ -65,16 +72,17 @@ def sweep_runs(folders: list[Path]) -> tuple[list[dict], dict]:
     return runs, decoded
 
 
-def dev_scores(evaluation: dict, shipped: dict, references) -> dict:
+def dev_scores(evaluation: dict, reference: dict, references) -> dict:
     """A model's dev scores, and its constrained output's paired difference
-    from the shipped model's."""
+    from the reference model's."""
     return {
+        "model_sha256": evaluation["model_sha256"],
         "averaged": evaluation["averaged"],  # the weights decoded
         "greedy": evaluation["scores"]["the trained model"],
         "constrained": evaluation["scores"]["the model, constrained"],
-        "minus_shipped": {
+        "minus_reference": {
             name: paired_difference(
-                shipped["constrained"],
+                reference["constrained"],
                 evaluation["constrained"],
                 references,
                 metric,
@@ -86,9 +94,9 @@ def dev_scores(evaluation: dict, shipped: dict, references) -> dict:
 
 def table(document: dict) -> list[str]:
     """The Markdown table of a sweep's document (the JSON this writes)."""
-    g, c = document["shipped"]["greedy"], document["shipped"]["constrained"]
+    g, c = document["reference"]["greedy"], document["reference"]["constrained"]
     lines = [
-        "The shipped model on dev: BLEU "
+        "The reference (the CPU model that shipped before) on dev: BLEU "
         f"{g['BLEU']:.1f}, chrF {g['chrF']:.1f} greedily; constrained BLEU "
         f"{c['BLEU']:.1f}, chrF {c['chrF']:.1f}. Every run was ended by its "
         "time (--seconds), so the runs differ in updates: compare their "
@@ -96,7 +104,7 @@ def table(document: dict) -> list[str]:
         "",
         "| run | arguments | updates | lowest dev loss (update) | "
         "BLEU, chrF greedy | BLEU, chrF constrained | "
-        "constrained - shipped: BLEU | chrF |",
+        "constrained - reference: BLEU | chrF |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for run in document["runs"]:
@@ -109,7 +117,7 @@ def table(document: dict) -> list[str]:
                 f"{d['constrained']['BLEU']:.1f}, {d['constrained']['chrF']:.1f}"
             )
             for i, metric in ((2, "BLEU"), (3, "chrF")):
-                diff, low, high = d["minus_shipped"][metric]
+                diff, low, high = d["minus_reference"][metric]
                 cells[i] = f"{diff:+.1f} ({low:+.1f} to {high:+.1f})"
         lines.append(
             f"| {run['name']} | `{run['arguments']}` | {run['updates']} | "
@@ -122,7 +130,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, nargs="+", required=True)
     parser.add_argument("--dev", nargs="*", default=[], metavar="NAME=FILE")
-    parser.add_argument("--shipped", type=Path, required=True)
+    parser.add_argument("--reference", type=Path, required=True)
+    parser.add_argument("--reference-model", type=Path, required=True)
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results"
     )
@@ -130,12 +139,18 @@ def main(argv=None) -> None:
     runs, decoded = sweep_runs(args.runs)
     folders = {folder.name: folder for folder in args.runs}
     by_name = {run["name"]: run for run in runs}
-    shipped = json.loads(args.shipped.read_text())
+    shipped = json.loads(args.reference.read_text())
+    model = args.reference_model.read_bytes()
+    if hashlib.sha256(model).hexdigest() != shipped["model_sha256"]:
+        raise SystemExit(
+            f"{args.reference}: not a decoding of {args.reference_model}"
+        )
+    saved = torch.load(io.BytesIO(model), map_location="cpu", weights_only=True)
     references = [p.target for p in gettext_corpus()["dev"]]
     if shipped["split"] != "dev" or len(shipped["constrained"]) != len(
         references
     ):
-        raise SystemExit(f"{args.shipped}: not the whole dev split")
+        raise SystemExit(f"{args.reference}: not the whole dev split")
     for item in args.dev:
         name, equals, file = item.partition("=")
         run = by_name.get(name)
@@ -157,8 +172,13 @@ def main(argv=None) -> None:
             by_name[name]["dev"]["decoded_on"] = evaluation["device"]
     fields = {
         "command": " ".join(["python", *sys.argv]),
-        "shipped": {
+        "reference": {
             "model_sha256": shipped["model_sha256"],
+            "record": saved["record"],
+            "evaluations": [  # update, training loss, dev loss, as the runs'
+                [h["step"], h.get("loss"), h["validation_loss"]]
+                for h in saved["history"]
+            ],
             "greedy": shipped["scores"]["the trained model"],
             "constrained": shipped["scores"]["the model, constrained"],
         },
