@@ -87,7 +87,32 @@ def changed_config(config: TrainConfig, settings: list[str]) -> TrainConfig:
                 changes[name] = (int if value is None else type(value))(text)
         except ValueError as error:
             raise SystemExit(f"--set {setting!r}: {error}") from None
-    return dataclasses.replace(config, **changes)
+        problem = setting_problem(name, changes[name])
+        if problem:
+            raise SystemExit(f"--set {setting!r}: {problem}")
+    try:  # TrainConfig's own checks (precision, ...)
+        return dataclasses.replace(config, **changes)
+    except ValueError as error:
+        raise SystemExit(f"--set {' '.join(settings)}: {error}") from None
+
+
+def setting_problem(name: str, value) -> str | None:
+    """Why a value cannot be the field's, or None: a probability outside
+    [0, 1), a size or count below 1, a task other than this script's, a
+    device torch does not know."""
+    if name == "task" and value != "gettext":
+        return "this script trains the gettext task only"
+    if name in ("dropout", "label_smoothing") and not 0 <= value < 1:
+        return "a probability, from 0 up to (not including) 1"
+    sizes = ("d_model", "n_heads", "n_layers", "d_ff", "max_tokens", "updates")
+    if name in (*sizes, "accumulate", "eval_every") and value < 1:
+        return "a positive number"
+    if name == "device" and value != "auto":
+        try:
+            torch.device(value)
+        except RuntimeError:
+            return "a torch device: cpu, cuda, cuda:1, mps, or auto"
+    return None
 
 
 def main(argv=None) -> None:

@@ -433,6 +433,12 @@ def test_train_gettext_refuses_a_bad_setting():
         ("dropout", "give FIELD=VALUE"),
         ("n_layers=4.5", "invalid literal for int"),
         ("norm_first=yes", "True or False"),
+        ("dropout=1.5", "a probability"),
+        ("label_smoothing=-0.1", "a probability"),
+        ("max_tokens=0", "a positive number"),
+        ("task=grammar", "gettext task only"),
+        ("device=gpu9", "a torch device"),
+        ("precision=bf8", "unknown precision 'bf8'"),
     ]:
         with pytest.raises(SystemExit, match=says):
             train_gettext.changed_config(config, [bad])
