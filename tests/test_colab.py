@@ -479,10 +479,30 @@ def test_the_gpu_paragraph_says_where_a_gpu_ran_the_chapter(tmp_path):
     }
     path = tmp_path / "gpu_run.json"
     path.write_text(json.dumps(run))
-    assert colab.gpu_checked("08_1_decoding", path) == "NVIDIA H200"
+    assert colab.gpu_checked("08_1_decoding", path) == ("NVIDIA H200", None)
     assert colab.gpu_checked("07_2_the_recipe", path) is None
     assert colab.gpu_checked("08_2_evaluation", path) is None
     assert colab.gpu_checked("08_1_decoding", tmp_path / "none.json") is None
+
+
+def test_a_gpu_pass_counts_for_the_code_it_ran_only():
+    """A notebook whose code cells or outputs changed since the GPU run's
+    commit is said to have passed in an earlier version only."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    if not head:
+        pytest.skip("no git here")
+    path = "book/02_positional_encoding.ipynb"
+    clean = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", path])
+    assert colab.code_unchanged_since(head, "02_positional_encoding") == (
+        clean.returncode == 0
+    )
+    # 8.2's code changed after the first GPU run (commit 314023a)
+    assert not colab.code_unchanged_since("314023a", "08_2_evaluation")
+    assert not colab.code_unchanged_since(None, "08_2_evaluation")
+    assert not colab.code_unchanged_since("0" * 40, "08_2_evaluation")
 
 
 def test_colab_cost_wording():

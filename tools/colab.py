@@ -842,9 +842,12 @@ GPU_TRANSLATORS = ("09_2",)
 GPU_RUN = ROOT / "benchmarks" / "results" / "gpu_run.json"
 
 
-def gpu_checked(stem: str, path: Path = GPU_RUN) -> str | None:
+def gpu_checked(
+    stem: str, path: Path = GPU_RUN
+) -> tuple[str, str | None] | None:
     """The GPU on which the prepared GPU run's nbval passed this notebook
-    (every compared output the same as on a CPU); None where none did."""
+    (every compared output the same as on a CPU), and the commit it ran;
+    None where none did."""
     if not Path(path).exists():
         return None
     run = json.loads(Path(path).read_text())
@@ -852,8 +855,37 @@ def gpu_checked(stem: str, path: Path = GPU_RUN) -> str | None:
     for chapter in nbval.get("chapters", []):
         if chapter["notebook"] == f"{stem}.ipynb":
             if chapter["outcome"] == "passed":
-                return run["environment"]["device"]
+                environment = run["environment"]
+                return environment["device"], environment.get("commit")
     return None
+
+
+def code_unchanged_since(commit: str | None, stem: str) -> bool:
+    """Whether the notebook's code cells and their outputs (what nbval
+    compares) are what they were at commit; False where git cannot tell."""
+    if not commit:
+        return False
+    name = f"{commit.removesuffix('-dirty')}:book/{stem}.ipynb"
+    try:
+        old = subprocess.run(
+            ["git", "show", name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return False
+
+    def code(notebook):
+        return [
+            (cell_text(c), json.dumps(c.get("outputs", []), sort_keys=True))
+            for c in notebook["cells"]
+            if c["cell_type"] == "code"
+        ]
+
+    current = read_notebook(ROOT / "book" / f"{stem}.ipynb")
+    return code(json.loads(old)) == code(current)
 
 
 def colab_note(stem: str, seconds: float) -> str:
@@ -885,8 +917,9 @@ def colab_note(stem: str, seconds: float) -> str:
         "and its time unmeasured; the numbers it prints may differ from this "
         "page's."
     )
-    device = gpu_checked(stem)
-    if device:
+    checked = gpu_checked(stem)
+    if checked:
+        device, commit = checked
         loaded = (
             " (its models loaded, not retrained)"
             if stem.startswith(GPU_LOADS_OR_RETRAINS + GPU_TRANSLATORS)
@@ -897,6 +930,13 @@ def colab_note(stem: str, seconds: float) -> str:
             f"{unit}'s tests on an {device}{loaded}; on a T4 it is untested, "
             "its time unmeasured."
         )
+        if not code_unchanged_since(commit, stem):
+            untested = (
+                f"The prepared GPU run (`benchmarks/gpu_run.py`) passed the "
+                f"tests of an earlier version of this {unit} (commit "
+                f"{(commit or '?')[:7]}) on an {device}{loaded}; this version, "
+                "and a T4, are untested there, the time unmeasured."
+            )
     if stem.startswith(GPU_TRAINS):
         paragraphs.append(
             f"A GPU runtime (a T4) would train the {unit}'s models on the GPU, "
