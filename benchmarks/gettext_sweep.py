@@ -139,15 +139,15 @@ def main(argv=None) -> None:
     runs, decoded = sweep_runs(args.runs)
     folders = {folder.name: folder for folder in args.runs}
     by_name = {run["name"]: run for run in runs}
-    shipped = json.loads(args.reference.read_text())
+    reference = json.loads(args.reference.read_text())
     model = args.reference_model.read_bytes()
-    if hashlib.sha256(model).hexdigest() != shipped["model_sha256"]:
+    if hashlib.sha256(model).hexdigest() != reference["model_sha256"]:
         raise SystemExit(
             f"{args.reference}: not a decoding of {args.reference_model}"
         )
     saved = torch.load(io.BytesIO(model), map_location="cpu", weights_only=True)
     references = [p.target for p in gettext_corpus()["dev"]]
-    if shipped["split"] != "dev" or len(shipped["constrained"]) != len(
+    if reference["split"] != "dev" or len(reference["constrained"]) != len(
         references
     ):
         raise SystemExit(f"{args.reference}: not the whole dev split")
@@ -161,26 +161,26 @@ def main(argv=None) -> None:
         digest = hashlib.sha256(weights.read_bytes()).hexdigest()
         if evaluation["model_sha256"] != digest or evaluation["split"] != "dev":
             raise SystemExit(f"{file}: not the dev split of {weights}")
-        run["dev"] = dev_scores(evaluation, shipped, references)
+        run["dev"] = dev_scores(evaluation, reference, references)
     for name, evaluation in decoded.items():
         if "error" in evaluation:
             by_name[name]["dev_error"] = evaluation["error"]
         elif "dev" not in by_name[name]:  # a --dev file decoded it here
             if len(evaluation["constrained"]) != len(references):
                 raise SystemExit(f"{name}: its dev decoding is not whole")
-            by_name[name]["dev"] = dev_scores(evaluation, shipped, references)
+            by_name[name]["dev"] = dev_scores(evaluation, reference, references)
             by_name[name]["dev"]["decoded_on"] = evaluation["device"]
     fields = {
         "command": " ".join(["python", *sys.argv]),
         "reference": {
-            "model_sha256": shipped["model_sha256"],
+            "model_sha256": reference["model_sha256"],
             "record": saved["record"],
             "evaluations": [  # update, training loss, dev loss, as the runs'
                 [h["step"], h.get("loss"), h["validation_loss"]]
                 for h in saved["history"]
             ],
-            "greedy": shipped["scores"]["the trained model"],
-            "constrained": shipped["scores"]["the model, constrained"],
+            "greedy": reference["scores"]["the trained model"],
+            "constrained": reference["scores"]["the model, constrained"],
         },
         "runs": runs,
     }
